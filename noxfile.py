@@ -1,0 +1,175 @@
+"""Sessions for the workspace; run them through ``./dev`` (which installs nox and uv) or plain ``nox``.
+
+Every per-package session comes from the one ``PACKAGES`` list below. ``./dev test`` (and CI) runs
+``lint typecheck tests interop quickstart``; ``matrix`` and ``bench`` run on demand.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
+
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.reuse_existing_virtualenvs = True
+# Interpreters come from this machine (PATH, pyenv); never let uv download one.
+nox.options.download_python = "never"
+nox.options.error_on_missing_interpreters = True
+
+# The interop and bench sessions compare against this release of the official Python SDK.
+PYPAIMON = "pypaimon==2.1.0"
+
+
+@dataclass(frozen=True)
+class Package:
+    """A workspace member: ``packages/<dir>`` holding distribution ``dist``."""
+
+    dir: str
+    dist: str
+    siblings: tuple[str, ...] = ()
+    extras: str = ""
+    # Install without dependencies: paimon-spark depends on pyspark (a ~450 MB sdist) that nothing
+    # exercises yet; its smoke test only needs the package's own metadata.
+    no_deps: bool = False
+
+    @property
+    def path(self) -> str:
+        return f"packages/{self.dir}"
+
+    def requirement(self) -> str:
+        return f"{self.path}[{self.extras}]" if self.extras else self.path
+
+
+PACKAGES = (
+    Package("core", "paimon-core", extras="pandas"),
+    Package("storage", "paimon-storage", siblings=("core",)),
+    Package("testing", "paimon-testing", siblings=("core",)),
+    Package("spark", "paimon-spark", siblings=("core",), no_deps=True),
+)
+BY_DIR = {p.dir: p for p in PACKAGES}
+
+
+def _install_workspace(session: nox.Session, *dirs: str, extra: tuple[str, ...] = ()) -> None:
+    """Install the given members editable, with their workspace siblings and ``paimon-testing``.
+
+    Members are installed in one resolver call so each sibling resolves to its local checkout.
+    """
+    wanted: list[Package] = []
+    for name in (*dirs, "testing"):
+        pkg = BY_DIR[name]
+        for dep in (*pkg.siblings, pkg.dir):
+            if BY_DIR[dep] not in wanted:
+                wanted.append(BY_DIR[dep])
+    resolved = [p for p in wanted if not p.no_deps]
+    unresolved = [p for p in wanted if p.no_deps]
+    missing = [p.path for p in wanted if not (ROOT / p.path / "pyproject.toml").is_file()]
+    if missing:
+        session.error(f"no pyproject.toml in {', '.join(missing)}")
+    args: list[str] = []
+    for p in resolved:
+        args += ["-e", p.requirement()]
+    session.install(*args, *extra)
+    if unresolved:
+        session.install("--no-deps", *(a for p in unresolved for a in ("-e", p.requirement())))
+
+
+def _test_deps() -> tuple[str, ...]:
+    return nox.project.dependency_groups(PYPROJECT, "test")
+
+
+@nox.session
+@nox.parametrize("package", [p.dir for p in PACKAGES])
+def tests(session: nox.Session, package: str) -> None:
+    """Run ``packages/<package>/tests`` (pytest exit 5, "no tests collected", fails the session)."""
+    _install_workspace(session, package, extra=_test_deps())
+    session.run("pytest", f"packages/{package}/tests", *session.posargs)
+
+
+@nox.session
+def interop(session: nox.Session) -> None:
+    """Tables written here read by pypaimon and the reverse (``tests/interop``, marker ``interop``).
+
+    pypaimon pins ``pyarrow<20``, so this venv also checks paimon-core against an older pyarrow.
+    """
+    _install_workspace(session, "core", extra=(*_test_deps(), PYPAIMON))
+    session.run("python", "-c", "import pyarrow, pypaimon; print('pyarrow', pyarrow.__version__)")
+    # A later -m overrides the default "not interop" from the root pytest config.
+    session.run("pytest", "tests/interop", "-m", "interop", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """``ruff check`` and ``ruff format --check`` over the whole repository."""
+    session.install(*nox.project.dependency_groups(PYPROJECT, "lint"))
+    session.run("ruff", "check", *session.posargs, ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy over every package's sources: strict for paimon_core (root config), default for the rest."""
+    _install_workspace(
+        session, *(p.dir for p in PACKAGES), extra=nox.project.dependency_groups(PYPROJECT, "typecheck")
+    )
+    sources = [f"packages/{p.dir}/src/{p.dist.replace('-', '_')}" for p in PACKAGES]
+    session.run("mypy", *session.posargs, *sources)
+
+
+def _interpreters() -> dict[str, str]:
+    """CPython 3.10-3.13 present here: ``python3.X`` on PATH or under ``~/.pyenv/versions``.
+
+    pyenv shims exist for every installed version but fail unless that version is selected, so each
+    candidate is run once to prove it works.
+    """
+    found: dict[str, str] = {}
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    for minor in range(10, 14):
+        version = f"3.{minor}"
+        candidates = [shutil.which(f"python{version}")]
+        candidates += sorted(
+            glob.glob(str(pyenv / f"{version}.*" / "bin" / f"python{version}")), reverse=True
+        )
+        for candidate in filter(None, candidates):
+            check = f"import sys; sys.exit(sys.version_info[:2] != (3, {minor}))"
+            try:
+                ok = subprocess.run([candidate, "-c", check], capture_output=True, timeout=30).returncode == 0
+            except (OSError, subprocess.TimeoutExpired):
+                ok = False
+            if ok:
+                found[version] = candidate
+                break
+    return found
+
+
+INTERPRETERS = _interpreters()
+
+
+@nox.session
+@nox.parametrize("python", list(INTERPRETERS.values()), ids=list(INTERPRETERS))
+def matrix(session: nox.Session) -> None:
+    """paimon-core's tests on every interpreter 3.10-3.13 found on this machine."""
+    _install_workspace(session, "core", extra=_test_deps())
+    session.run("pytest", "packages/core/tests", *session.posargs)
+
+
+@nox.session
+def quickstart(session: nox.Session) -> None:
+    """Install paimon-core and run ``examples/quickstart.py``, the README's first command."""
+    # Editable, so a reused venv never runs a stale build of the package.
+    session.install("-e", "packages/core")
+    session.run("python", "examples/quickstart.py", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """``benchmarks/run.py``: paimon-core against raw pyarrow.parquet and pypaimon on the same data."""
+    session.install("-e", "packages/core", PYPAIMON)
+    session.run("python", "benchmarks/run.py", *session.posargs)

@@ -1,0 +1,11 @@
+"""The installed distribution and the import package agree on the version."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+import paimon_spark
+
+
+def test_version_matches_installed_distribution() -> None:
+    assert paimon_spark.__version__ == importlib.metadata.version("paimon-spark")
