@@ -1,5 +1,50 @@
-"""paimon-core: Apache Paimon tables from Python."""
+"""paimon-core: Apache Paimon tables from Python.
+
+Quick tour::
+
+    from paimon_core import Catalog
+    catalog = Catalog.open("/tmp/warehouse")
+    catalog.create_database("db", exist_ok=True)
+    table = catalog.create_table("db.t", schema, partition_keys=["dt"])
+    table.append(arrow_table)
+    table.to_arrow(filter=[("dt", "=", "2024-01-01")])
+"""
 
 from paimon_core._version import __version__
+from paimon_core.catalog import Catalog
+from paimon_core.errors import (
+    CommitConflictError,
+    CommitError,
+    CommitStateUnknownError,
+    ConfigError,
+    CorruptMetadataError,
+    PaimonError,
+    SchemaError,
+    TableNotFoundError,
+)
+from paimon_core.predicate import Predicate
+from paimon_core.snapshot import Snapshot
+from paimon_core.table import CommitMessage, DataSplit, Table, TableCommit, TableRead, TableScan, TableWrite, open_table
 
-__all__ = ["__version__"]
+__all__ = [
+    "Catalog",
+    "CommitConflictError",
+    "CommitError",
+    "CommitMessage",
+    "CommitStateUnknownError",
+    "ConfigError",
+    "CorruptMetadataError",
+    "DataSplit",
+    "PaimonError",
+    "Predicate",
+    "SchemaError",
+    "Snapshot",
+    "Table",
+    "TableCommit",
+    "TableNotFoundError",
+    "TableRead",
+    "TableScan",
+    "TableWrite",
+    "__version__",
+    "open_table",
+]

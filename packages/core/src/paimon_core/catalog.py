@@ -1,0 +1,226 @@
+"""The filesystem catalog: databases are ``<warehouse>/<db>.db`` directories, tables hold ``schema/schema-N``."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from paimon_core import options as opts
+from paimon_core.errors import (
+    CatalogError,
+    ConfigError,
+    DatabaseAlreadyExistsError,
+    DatabaseNotEmptyError,
+    DatabaseNotFoundError,
+    SchemaError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+)
+from paimon_core.options import Options
+from paimon_core.schema import SchemaManager, TableSchema
+from paimon_core.storage import StorageBackend, get_backend, join_path
+from paimon_core.table import Table
+from paimon_core.types import DataType, fields_from_arrow_schema, from_arrow_type
+
+logger = logging.getLogger(__name__)
+
+DB_SUFFIX = ".db"
+DEFAULT_DATABASE = "default"
+
+
+def _check_name(kind: str, name: str) -> str:
+    if not name or name != name.strip() or any(c in name for c in "/\\.\x00") or name in (".", ".."):
+        raise CatalogError(f"invalid {kind} name {name!r}: must be non-empty, without '/', '\\', '.' or NUL")
+    return name
+
+
+def split_identifier(identifier: str) -> tuple[str, str]:
+    """``"db.t"`` → ``("db", "t")``; a bare ``"t"`` lives in the ``default`` database."""
+    database, _, table = identifier.rpartition(".")
+    return _check_name("database", database or DEFAULT_DATABASE), _check_name("table", table)
+
+
+class Catalog:
+    """A Paimon filesystem catalog over a warehouse URI (local path, ``file://``, ``memory://``, ...)."""
+
+    def __init__(self, warehouse: str, storage: StorageBackend, options: Mapping[str, str]) -> None:
+        self.warehouse = warehouse.rstrip("/") or "/"
+        self.storage = storage
+        self.options = dict(options)
+
+    @classmethod
+    def open(cls, uri: str, **options: Any) -> Catalog:
+        """Open the catalog of the warehouse at ``uri``; options are storage settings (``s3.endpoint``...)."""
+        string_options = {k: str(v) for k, v in options.items()}
+        storage = get_backend(uri, string_options)
+        storage.mkdirs(uri)
+        return cls(uri, storage, string_options)
+
+    # --- databases -------------------------------------------------------------------------------------
+
+    def database_path(self, name: str) -> str:
+        return join_path(self.warehouse, _check_name("database", name) + DB_SUFFIX)
+
+    def list_databases(self) -> list[str]:
+        return sorted(
+            info.name[: -len(DB_SUFFIX)]
+            for info in self.storage.list_dir(self.warehouse)
+            if info.is_dir and info.name.endswith(DB_SUFFIX)
+        )
+
+    def database_exists(self, name: str) -> bool:
+        return name in self.list_databases()
+
+    def create_database(self, name: str, exist_ok: bool = False) -> None:
+        if self.database_exists(name):
+            if exist_ok:
+                return
+            raise DatabaseAlreadyExistsError(name)
+        self.storage.mkdirs(self.database_path(name))
+
+    def drop_database(self, name: str, *, missing_ok: bool = False, cascade: bool = False) -> None:
+        if not self.database_exists(name):
+            if missing_ok:
+                return
+            raise DatabaseNotFoundError(name)
+        if self.list_tables(name) and not cascade:
+            raise DatabaseNotEmptyError(name)
+        self.storage.delete_dir(self.database_path(name))
+
+    # --- tables ----------------------------------------------------------------------------------------
+
+    def table_path(self, identifier: str) -> str:
+        database, table = split_identifier(identifier)
+        return join_path(self.database_path(database), table)
+
+    def list_tables(self, database: str) -> list[str]:
+        if not self.database_exists(database):
+            raise DatabaseNotFoundError(database)
+        path = self.database_path(database)
+        return sorted(
+            info.name
+            for info in self.storage.list_dir(path)
+            if info.is_dir and SchemaManager(self.storage, info.path).latest_id() is not None
+        )
+
+    def table_exists(self, identifier: str) -> bool:
+        return SchemaManager(self.storage, self.table_path(identifier)).latest_id() is not None
+
+    def create_table(
+        self,
+        identifier: str,
+        schema: pa.Schema,
+        *,
+        partition_keys: Sequence[str] = (),
+        primary_keys: Sequence[str] = (),
+        options: Mapping[str, Any] | None = None,
+        comment: str | None = None,
+        exist_ok: bool = False,
+    ) -> Table:
+        """Create an append table from a ``pyarrow.Schema``.
+
+        Raises:
+            DatabaseNotFoundError: the database does not exist.
+            TableAlreadyExistsError: the table exists and ``exist_ok`` is False.
+            ConfigError: an option is unknown or invalid.
+            SchemaError: partition or bucket keys do not fit the schema.
+        """
+        database, _ = split_identifier(identifier)
+        if not self.database_exists(database):
+            raise DatabaseNotFoundError(database)
+        if self.table_exists(identifier):
+            if exist_ok:
+                return self.get_table(identifier)
+            raise TableAlreadyExistsError(identifier)
+        table_options = Options.of(options)
+        table_options.validate()
+        if primary_keys:
+            raise ConfigError("primary-key tables are not supported yet; create an append table", "primary-key")
+        fields, highest = fields_from_arrow_schema(schema)
+        names = [f.name for f in fields]
+        _check_keys("partition key", partition_keys, names)
+        bucket = table_options.get_option(opts.BUCKET)
+        bucket_key = table_options.get_option(opts.BUCKET_KEY)
+        if bucket > 0 and not bucket_key:
+            raise ConfigError("a bucketed append table ('bucket' > 0) needs 'bucket-key'", "bucket-key")
+        if bucket_key:
+            if bucket <= 0:
+                raise ConfigError("'bucket-key' needs a fixed number of buckets ('bucket' > 0)", "bucket-key")
+            keys = [k.strip() for k in bucket_key.split(",")]
+            _check_keys("bucket key", keys, names)
+            if set(keys) & set(partition_keys):
+                raise SchemaError("bucket keys must not be partition keys")
+        if set(partition_keys) == set(names):
+            raise SchemaError("a table needs at least one column that is not a partition key")
+        table_schema = TableSchema(
+            id=0,
+            fields=tuple(fields),
+            highest_field_id=highest,
+            partition_keys=tuple(partition_keys),
+            primary_keys=(),
+            options=dict(table_options),
+            comment=comment,
+            time_millis=int(time.time() * 1000),
+        )
+        path = self.table_path(identifier)
+        self.storage.mkdirs(path)
+        SchemaManager(self.storage, path).create(table_schema)
+        logger.info("created table %s at %s", identifier, path)
+        return Table(path, self.storage, table_schema, identifier)
+
+    def get_table(self, identifier: str, **dynamic_options: Any) -> Table:
+        path = self.table_path(identifier)
+        schema = SchemaManager(self.storage, path).latest()
+        if schema is None:
+            raise TableNotFoundError(identifier)
+        return Table(path, self.storage, schema, identifier, dynamic_options)
+
+    def drop_table(self, identifier: str, *, missing_ok: bool = False) -> None:
+        if not self.table_exists(identifier):
+            if missing_ok:
+                return
+            raise TableNotFoundError(identifier)
+        self.storage.delete_dir(self.table_path(identifier))
+
+    def add_column(
+        self, identifier: str, name: str, data_type: pa.DataType | DataType, description: str | None = None
+    ) -> Table:
+        """Add a nullable column at the end (schema evolution: older files read it as null)."""
+        paimon_type = data_type if isinstance(data_type, DataType) else from_arrow_type(data_type, True)
+        manager = SchemaManager(self.storage, self.table_path(identifier))
+        if manager.latest() is None:
+            raise TableNotFoundError(identifier)
+        manager.commit_change(lambda schema: schema.add_columns([(name, paimon_type, description)]))
+        return self.get_table(identifier)
+
+    def alter_options(self, identifier: str, set_options: Mapping[str, Any]) -> Table:
+        """Set table options in a new schema version; immutable options cannot change."""
+        changes = Options.of(set_options)
+        changes.validate()
+        manager = SchemaManager(self.storage, self.table_path(identifier))
+        if manager.latest() is None:
+            raise TableNotFoundError(identifier)
+
+        def apply(schema: TableSchema) -> TableSchema:
+            merged = Options.of(schema.options).with_overrides(changes)
+            opts.check_immutable_changes(Options.of(schema.options), merged)
+            return replace(schema, options=dict(merged))
+
+        manager.commit_change(apply)
+        return self.get_table(identifier)
+
+    def __repr__(self) -> str:
+        return f"Catalog({self.warehouse!r})"
+
+
+def _check_keys(kind: str, keys: Sequence[str], names: Sequence[str]) -> None:
+    unknown = [k for k in keys if k not in names]
+    if unknown:
+        raise SchemaError(f"{kind}s not in the schema: {', '.join(unknown)}")
+    if len(set(keys)) != len(keys):
+        raise SchemaError(f"duplicate {kind}s: {list(keys)}")

@@ -1,0 +1,19 @@
+"""Tables: writing, committing, scanning and reading."""
+
+from paimon_core.table._commit import TableCommit
+from paimon_core.table._messages import CommitMessage
+from paimon_core.table._read import TableRead
+from paimon_core.table._scan import DataSplit, TableScan
+from paimon_core.table._table import Table, open_table
+from paimon_core.table._write import TableWrite
+
+__all__ = [
+    "CommitMessage",
+    "DataSplit",
+    "Table",
+    "TableCommit",
+    "TableRead",
+    "TableScan",
+    "TableWrite",
+    "open_table",
+]

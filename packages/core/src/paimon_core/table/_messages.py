@@ -1,0 +1,35 @@
+"""What writers hand to the committer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from paimon_core.manifest import DataFileMeta
+
+
+@dataclass(frozen=True)
+class CommitMessage:
+    """The files one writer changed in one (partition, bucket).
+
+    Picklable, so engines can ship it from executors to the driver that commits.
+
+    Attributes:
+        partition: the partition as stored BinaryRow bytes.
+        bucket: the bucket number (0 for unaware-bucket tables).
+        total_buckets: the table's ``bucket`` option when the files were written.
+        new_files: files to add (APPEND, or OVERWRITE when ``deleted_files`` is not empty).
+        deleted_files: live files to remove (forces an OVERWRITE commit with conflict checks).
+        compact_before: files a compaction rewrote (removed in a COMPACT commit).
+        compact_after: the compaction's output files.
+    """
+
+    partition: bytes
+    bucket: int
+    total_buckets: int
+    new_files: tuple[DataFileMeta, ...] = ()
+    deleted_files: tuple[DataFileMeta, ...] = ()
+    compact_before: tuple[DataFileMeta, ...] = ()
+    compact_after: tuple[DataFileMeta, ...] = ()
+
+    def is_empty(self) -> bool:
+        return not (self.new_files or self.deleted_files or self.compact_before or self.compact_after)

@@ -1,0 +1,192 @@
+"""Scan planning: snapshot → manifests → live files → pruned, bin-packed splits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from paimon_core import options as opts
+from paimon_core.binary_row import deserialize_row
+from paimon_core.errors import SchemaError
+from paimon_core.manifest import (
+    DataFileMeta,
+    FileKind,
+    ManifestEntry,
+    ManifestFileMeta,
+    merge_entries,
+    read_manifest_file,
+    read_manifest_list,
+)
+from paimon_core.predicate import Predicate
+from paimon_core.snapshot import Snapshot
+from paimon_core.stats import decode_stats
+
+if TYPE_CHECKING:
+    from paimon_core.table._table import Table
+
+
+@dataclass(frozen=True)
+class DataSplit:
+    """A unit of reading: files of one (partition, bucket) of one snapshot."""
+
+    snapshot_id: int
+    partition: bytes
+    bucket: int
+    bucket_path: str
+    files: tuple[DataFileMeta, ...]
+
+    @property
+    def row_count(self) -> int:
+        return sum(f.row_count for f in self.files)
+
+    @property
+    def file_size(self) -> int:
+        return sum(f.file_size for f in self.files)
+
+
+def manifest_metas(table: Table, snapshot: Snapshot, delta_only: bool = False) -> list[ManifestFileMeta]:
+    metas = [] if delta_only else read_manifest_list(table.storage, table.manifest_path(snapshot.base_manifest_list))
+    metas += read_manifest_list(table.storage, table.manifest_path(snapshot.delta_manifest_list))
+    return metas
+
+
+def read_entries(
+    table: Table, metas: Sequence[ManifestFileMeta], predicate: Predicate | None = None
+) -> list[ManifestEntry]:
+    """Read the entries of ``metas`` (in order), pruning manifests and entries by partition."""
+    pruner = _PartitionPruner(table, predicate)
+    wanted = [m for m in metas if pruner.manifest_may_match(m)]
+
+    def read_one(meta: ManifestFileMeta) -> list[ManifestEntry]:
+        entries = read_manifest_file(table.storage, table.manifest_path(meta.file_name))
+        return [e for e in entries if pruner.partition_may_match(e.partition)]
+
+    if len(wanted) > 4:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            chunks = list(pool.map(read_one, wanted))
+    else:
+        chunks = [read_one(m) for m in wanted]
+    return [e for chunk in chunks for e in chunk]
+
+
+def live_entries(table: Table, snapshot: Snapshot | None, predicate: Predicate | None = None) -> list[ManifestEntry]:
+    """The live ADD entries of ``snapshot`` (all of base + delta merged), pruned by partition."""
+    if snapshot is None:
+        return []
+    merged = merge_entries(read_entries(table, manifest_metas(table, snapshot), predicate))
+    return [e for e in merged if e.kind == FileKind.ADD]
+
+
+class _PartitionPruner:
+    def __init__(self, table: Table, predicate: Predicate | None) -> None:
+        self.table = table
+        keys = set(table.partition_keys)
+        self.predicate = predicate if predicate is not None and predicate.columns & keys else None
+        self._cache: dict[bytes, bool] = {}
+
+    def manifest_may_match(self, meta: ManifestFileMeta) -> bool:
+        if self.predicate is None or meta.partition_stats is None:
+            return True
+        stats = meta.partition_stats
+        types = self.table.partition_types
+        try:
+            mins = deserialize_row(stats.min_values, types)
+            maxs = deserialize_row(stats.max_values, types)
+        except Exception:  # stats from an unexpected writer: never prune on what we cannot read
+            return True
+        nulls = stats.null_counts or [None] * len(types)
+        ranges = {
+            key: (mins[i], maxs[i], nulls[i] if i < len(nulls) else None)
+            for i, key in enumerate(self.table.partition_keys)
+        }
+        total = meta.num_added_files + meta.num_deleted_files
+        return self.predicate.may_match({}, ranges, max(total, 1))
+
+    def partition_may_match(self, partition: bytes) -> bool:
+        if self.predicate is None:
+            return True
+        cached = self._cache.get(partition)
+        if cached is None:
+            values = self.table.partition_values(partition)
+            cached = self.predicate.test_values(values) is not False
+            self._cache[partition] = cached
+        return cached
+
+
+class TableScan:
+    """Plans the splits of one snapshot of a table.
+
+    Args:
+        table: the table.
+        snapshot_id: the snapshot to read; the latest when None.
+        predicate: prunes partitions exactly and files by their value statistics.
+    """
+
+    def __init__(self, table: Table, snapshot_id: int | None = None, predicate: Predicate | None = None) -> None:
+        self.table = table
+        self.predicate = predicate
+        if predicate is not None:
+            unknown = sorted(predicate.columns - set(table.field_names))
+            if unknown:
+                raise SchemaError(f"filter refers to unknown columns: {', '.join(unknown)}")
+        self.snapshot = table.snapshot_manager.snapshot(snapshot_id) if snapshot_id is not None else (
+            table.snapshot_manager.latest()
+        )
+
+    def files(self) -> list[ManifestEntry]:
+        """The live entries the read needs, after partition and statistics pruning."""
+        entries = live_entries(self.table, self.snapshot, self.predicate)
+        if self.predicate is None:
+            return entries
+        return [e for e in entries if self._file_may_match(e)]
+
+    def _file_may_match(self, entry: ManifestEntry) -> bool:
+        assert self.predicate is not None
+        file = entry.file
+        current_fields = {f.name: f for f in self.table.schema.fields}
+        file_schema = self.table.schema_manager.schema(file.schema_id)
+        file_fields_by_id = {f.id: f for f in file_schema.fields}
+        stats_by_file_name = decode_stats(file.value_stats, file.value_stats_cols, list(file_schema.fields))
+        ranges: dict[str, tuple[Any, Any, int | None]] = {}
+        for name in self.predicate.columns:
+            if name in self.table.partition_keys:
+                continue
+            file_field = file_fields_by_id.get(current_fields[name].id)
+            if file_field is None:
+                ranges[name] = (None, None, file.row_count)  # column added later: all null in this file
+            elif file_field.name in stats_by_file_name and file_field.type == current_fields[name].type:
+                ranges[name] = stats_by_file_name[file_field.name]
+        values = self.table.partition_values(entry.partition)
+        return self.predicate.may_match(values, ranges, file.row_count)
+
+    def plan(self) -> list[DataSplit]:
+        if self.snapshot is None:
+            return []
+        return make_splits(self.table, self.snapshot.id, self.files())
+
+
+def make_splits(table: Table, snapshot_id: int, entries: Iterable[ManifestEntry]) -> list[DataSplit]:
+    """Group files per (partition, bucket) and bin-pack them to ``source.split.target-size``."""
+    target = table.options.get_option(opts.SOURCE_SPLIT_TARGET_SIZE)
+    open_cost = table.options.get_option(opts.SOURCE_SPLIT_OPEN_FILE_COST)
+    groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+    for entry in entries:
+        groups.setdefault((entry.partition, entry.bucket), []).append(entry.file)
+    splits = []
+    for (partition, bucket), files in groups.items():
+        files.sort(key=lambda f: (f.min_sequence_number, f.file_name))
+        bucket_path = table.bucket_dir(partition, bucket)
+        current: list[DataFileMeta] = []
+        weight = 0
+        for file in files:
+            cost = max(file.file_size, open_cost)
+            if current and weight + cost > target:
+                splits.append(DataSplit(snapshot_id, partition, bucket, bucket_path, tuple(current)))
+                current, weight = [], 0
+            current.append(file)
+            weight += cost
+        if current:
+            splits.append(DataSplit(snapshot_id, partition, bucket, bucket_path, tuple(current)))
+    return splits

@@ -1,0 +1,244 @@
+"""A Paimon table: its location, schema and options, and the entry points to read and write it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from paimon_core import options as opts
+from paimon_core.binary_row import deserialize_row
+from paimon_core.errors import ConfigError, TableNotFoundError
+from paimon_core.manifest import ManifestEntry
+from paimon_core.options import Options
+from paimon_core.partition import partition_path
+from paimon_core.predicate import FilterLike, parse_filter
+from paimon_core.schema import SchemaManager, TableSchema
+from paimon_core.snapshot import Snapshot, SnapshotManager
+from paimon_core.storage import StorageBackend, get_backend, join_path
+from paimon_core.table._commit import TableCommit
+from paimon_core.table._messages import CommitMessage
+from paimon_core.table._read import TableRead
+from paimon_core.table._scan import DataSplit, TableScan, live_entries
+from paimon_core.table._write import TableWrite
+from paimon_core.types import DataType, to_arrow_schema
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+_CODECS = {"zstd": "zstandard", "snappy": "snappy", "deflate": "deflate", "null": "null", "none": "null"}
+
+
+class Table:
+    """An append table (``bucket = -1`` or fixed buckets), bound to one schema version.
+
+    Obtain one from :meth:`paimon_core.Catalog.get_table` or :func:`paimon_core.open_table`.
+    ``dynamic_options`` override the stored options for this handle only (Paimon's dynamic options).
+    """
+
+    def __init__(
+        self,
+        path: str,
+        storage: StorageBackend,
+        schema: TableSchema,
+        identifier: str | None = None,
+        dynamic_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.path = path.rstrip("/")
+        self.storage = storage
+        self.schema = schema
+        self.identifier = identifier or self.path
+        dynamic = Options.of(dynamic_options)
+        dynamic.validate()
+        self.options = Options.of(schema.options).with_overrides(dynamic)
+        if schema.primary_keys:
+            raise ConfigError(
+                f"table {self.identifier} has a primary key; only append tables are supported so far", "primary-key"
+            )
+        self.schema_manager = SchemaManager(storage, self.path)
+        self.snapshot_manager = SnapshotManager(storage, self.path)
+        self._partition_cache: dict[bytes, dict[str, Any]] = {}
+        self._bucket_dirs: dict[tuple[bytes, int], str] = {}
+
+    # --- shape -------------------------------------------------------------------------------------------
+
+    @cached_property
+    def arrow_schema(self) -> pa.Schema:
+        return to_arrow_schema(list(self.schema.fields))
+
+    @property
+    def field_names(self) -> list[str]:
+        return [f.name for f in self.schema.fields]
+
+    @property
+    def partition_keys(self) -> list[str]:
+        return list(self.schema.partition_keys)
+
+    @cached_property
+    def partition_types(self) -> list[DataType]:
+        by_name = {f.name: f.type for f in self.schema.fields}
+        return [by_name[k] for k in self.schema.partition_keys]
+
+    @property
+    def bucket(self) -> int:
+        return self.options.get_option(opts.BUCKET)
+
+    @cached_property
+    def bucket_keys(self) -> list[str]:
+        return list(self.schema.bucket_keys())
+
+    @cached_property
+    def bucket_key_types(self) -> list[DataType]:
+        by_name = {f.name: f.type for f in self.schema.fields}
+        return [by_name[k] for k in self.bucket_keys]
+
+    @property
+    def manifest_codec(self) -> str:
+        return _CODECS[self.options.get_option(opts.MANIFEST_COMPRESSION)]
+
+    def manifest_path(self, name: str) -> str:
+        return join_path(self.path, "manifest", name)
+
+    def partition_values(self, partition: bytes) -> dict[str, Any]:
+        """Decode stored partition bytes into {key: value}."""
+        values = self._partition_cache.get(partition)
+        if values is None:
+            decoded = deserialize_row(partition, self.partition_types) if self.partition_keys else []
+            values = dict(zip(self.partition_keys, decoded))
+            self._partition_cache[partition] = values
+        return values
+
+    def bucket_dir(self, partition: bytes, bucket: int) -> str:
+        key = (partition, bucket)
+        directory = self._bucket_dirs.get(key)
+        if directory is None:
+            values = self.partition_values(partition)
+            relative = partition_path(
+                self.partition_keys,
+                [values[k] for k in self.partition_keys],
+                self.partition_types,
+                self.options.get_option(opts.PARTITION_DEFAULT_NAME),
+                self.options.get_option(opts.PARTITION_LEGACY_NAME),
+            )
+            base = join_path(self.path, relative) if relative else self.path
+            directory = join_path(base, f"bucket-{bucket}")
+            self._bucket_dirs[key] = directory
+        return directory
+
+    def copy(self, dynamic_options: Mapping[str, Any]) -> Table:
+        """This table with extra dynamic options."""
+        merged = {k: v for k, v in self.options.items() if self.schema.options.get(k) != v}
+        merged.update({str(k): str(v) for k, v in dynamic_options.items()})
+        return Table(self.path, self.storage, self.schema, self.identifier, merged)
+
+    # --- snapshots ---------------------------------------------------------------------------------------
+
+    def snapshots(self) -> list[Snapshot]:
+        """Every snapshot still present, oldest first."""
+        return list(self.snapshot_manager.snapshots())
+
+    def latest_snapshot(self) -> Snapshot | None:
+        return self.snapshot_manager.latest()
+
+    def live_entries(self, snapshot_id: int | None = None) -> list[ManifestEntry]:
+        sm = self.snapshot_manager
+        snapshot = sm.snapshot(snapshot_id) if snapshot_id is not None else sm.latest()
+        return live_entries(self, snapshot)
+
+    # --- writing -----------------------------------------------------------------------------------------
+
+    def new_write(self) -> TableWrite:
+        """A writer for engines: ``write(batch)`` then ``prepare_commit()`` → messages for :meth:`new_commit`."""
+        return TableWrite(self)
+
+    def new_commit(self, commit_user: str | None = None) -> TableCommit:
+        return TableCommit(self, commit_user)
+
+    def append(self, data: Any) -> int | None:
+        """Append data in one commit. Returns the new snapshot id (None when there was nothing to write)."""
+        return self._write_and_commit(data, lambda commit, messages: commit.commit(messages))
+
+    def overwrite(self, data: Any, partition: Mapping[str, Any] | None = None) -> int | None:
+        """Replace data in one OVERWRITE commit.
+
+        With ``partition`` (``{"dt": "2024-01-01"}``), only that partition is replaced and the data must lie
+        in it; ``partition={}`` replaces the whole table. With None, a partitioned table replaces only the
+        partitions present in the data when ``dynamic-partition-overwrite`` is true (Paimon's default), and the
+        whole table otherwise.
+        """
+        return self._write_and_commit(data, lambda commit, messages: commit.overwrite(messages, partition))
+
+    def _write_and_commit(self, data: Any, do_commit: Any) -> int | None:
+        writer = self.new_write()
+        commit = self.new_commit()
+        messages: list[CommitMessage] = []
+        try:
+            writer.write(data)
+            messages = writer.prepare_commit()
+            created: list[int] = do_commit(commit, messages)
+        except BaseException:
+            writer.abort(messages)
+            raise
+        finally:
+            writer.close()
+        return created[-1] if created else None
+
+    # --- reading -----------------------------------------------------------------------------------------
+
+    def scan(self, filter: FilterLike = None, snapshot_id: int | None = None) -> TableScan:
+        predicate, _ = parse_filter(filter)
+        return TableScan(self, snapshot_id, predicate)
+
+    def new_read(self, columns: Sequence[str] | None = None, filter: FilterLike = None) -> TableRead:
+        _, expression = parse_filter(filter)
+        return TableRead(self, columns, expression)
+
+    def _plan(self, columns: Sequence[str] | None, filter: FilterLike, snapshot_id: int | None) -> tuple[
+        TableRead, list[DataSplit]
+    ]:
+        predicate, expression = parse_filter(filter)
+        read = TableRead(self, columns, expression)
+        return read, TableScan(self, snapshot_id, predicate).plan()
+
+    def to_arrow(
+        self, columns: Sequence[str] | None = None, filter: FilterLike = None, snapshot_id: int | None = None
+    ) -> pa.Table:
+        """Read the table (or snapshot ``snapshot_id``) into memory.
+
+        Args:
+            columns: columns to return; all when None.
+            filter: DNF tuples like pyarrow's (``[("dt", "=", "2024-01-01")]``), a
+                :class:`paimon_core.predicate.Predicate`, or a ``pyarrow.compute.Expression``.
+            snapshot_id: time travel to this snapshot.
+        """
+        read, splits = self._plan(columns, filter, snapshot_id)
+        return read.to_arrow(splits)
+
+    def to_batches(
+        self, columns: Sequence[str] | None = None, filter: FilterLike = None, snapshot_id: int | None = None
+    ) -> pa.RecordBatchReader:
+        """A streaming reader with bounded memory."""
+        read, splits = self._plan(columns, filter, snapshot_id)
+        return read.to_reader(splits)
+
+    def to_pandas(
+        self, columns: Sequence[str] | None = None, filter: FilterLike = None, snapshot_id: int | None = None
+    ) -> pd.DataFrame:
+        return self.to_arrow(columns, filter, snapshot_id).to_pandas()
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        return iter(self.to_batches())
+
+    def __repr__(self) -> str:
+        return f"Table({self.identifier!r}, schema_id={self.schema.id}, path={self.path!r})"
+
+
+def open_table(uri: str, storage_options: Mapping[str, str] | None = None, **dynamic_options: Any) -> Table:
+    """Open a table by its directory URI (``/warehouse/db.db/t``, ``s3://bucket/wh/db.db/t``)."""
+    storage = get_backend(uri, storage_options)
+    schema = SchemaManager(storage, uri.rstrip("/")).latest()
+    if schema is None:
+        raise TableNotFoundError(uri)
+    return Table(uri, storage, schema, dynamic_options=dynamic_options)

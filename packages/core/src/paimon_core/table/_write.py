@@ -1,0 +1,355 @@
+"""Writing Arrow data into rolling Parquet files per (partition, bucket), bounded in memory."""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import logging
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from paimon_core import options as opts
+from paimon_core.binary_row import EMPTY_ROW, serialize_row
+from paimon_core.bucket import assign_buckets
+from paimon_core.manifest import DataFileMeta, SimpleStats
+from paimon_core.partition import partition_path
+from paimon_core.stats import StatsCollector
+from paimon_core.storage import join_path
+from paimon_core.table._convert import conform_batch, iter_batches
+from paimon_core.table._messages import CommitMessage
+
+if TYPE_CHECKING:
+    from paimon_core.table._table import Table
+
+logger = logging.getLogger(__name__)
+
+_ROW_GROUP_BYTES = 64 << 20  # flush a writer's buffer as one row group at this size
+_FILE_SOURCE_APPEND = 0
+
+
+def local_wall_clock_millis() -> int:
+    """Now as local wall-clock time encoded as if it were UTC (Java ``LocalDateTime.now()``)."""
+    now = dt.datetime.now()
+    return calendar.timegm(now.timetuple()) * 1000 + now.microsecond // 1000
+
+
+def storage_arrow_type(arrow_type: pa.DataType) -> pa.DataType:
+    """The Arrow type written to Parquet: Java writes BINARY(n) as a plain BYTE_ARRAY."""
+    if pa.types.is_fixed_size_binary(arrow_type):
+        return pa.binary()
+    return arrow_type
+
+
+def storage_arrow_schema(schema: pa.Schema) -> pa.Schema:
+    fields = [f.with_type(storage_arrow_type(f.type)) for f in schema]
+    return pa.schema(fields, metadata=schema.metadata)
+
+
+@dataclass
+class _OpenFile:
+    name: str
+    path: str
+    stream: BinaryIO
+    writer: pq.ParquetWriter
+    stats: StatsCollector
+    min_seq: int
+    rows: int = 0
+
+
+@dataclass
+class _BucketWriter:
+    """Rolling Parquet writer for one (partition, bucket); rows are buffered into row groups."""
+
+    table: Table
+    partition: bytes
+    directory: str
+    bucket: int
+    next_seq: int
+    target_size: int
+    buffered: list[pa.RecordBatch] = field(default_factory=list)
+    buffered_bytes: int = 0
+    written: list[DataFileMeta] = field(default_factory=list)
+    _file: _OpenFile | None = None
+    _file_uuid: str = field(default_factory=lambda: str(uuid.uuid4()))
+    _file_counter: int = 0
+    _compression_ratio: float = 1.0
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        self.buffered.append(batch)
+        self.buffered_bytes += batch.nbytes
+        if self.buffered_bytes >= _ROW_GROUP_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.buffered:
+            return
+        data = pa.Table.from_batches(self.buffered).combine_chunks()
+        self.buffered, self.buffered_bytes = [], 0
+        offset = 0
+        while offset < data.num_rows:
+            open_file = self._file or self._open()
+            remaining = self.target_size - open_file.stream.tell()
+            rest = data.slice(offset)
+            bytes_per_row = max(rest.nbytes / max(rest.num_rows, 1), 1e-9)
+            rows = rest.num_rows
+            if rest.nbytes * self._compression_ratio > remaining:
+                rows = max(1, int(remaining / (bytes_per_row * self._compression_ratio)))
+            chunk = rest.slice(0, rows)
+            before = open_file.stream.tell()
+            self._write_chunk(open_file, chunk)
+            written = open_file.stream.tell() - before
+            if chunk.nbytes:
+                self._compression_ratio = max(written / chunk.nbytes, 1e-3)
+            offset += rows
+            if open_file.stream.tell() >= self.target_size:
+                self._close_file()
+
+    def _write_chunk(self, open_file: _OpenFile, chunk: pa.Table) -> None:
+        file_schema = open_file.writer.schema_arrow
+        if not chunk.schema.equals(file_schema, check_metadata=False):
+            chunk = chunk.cast(file_schema)
+        open_file.writer.write_table(chunk, row_group_size=max(chunk.num_rows, 1))
+        open_file.stats.update(chunk)
+        open_file.rows += chunk.num_rows
+
+    def _open(self) -> _OpenFile:
+        table = self.table
+        prefix = table.options.get_option(opts.DATA_FILE_PREFIX)
+        name = f"{prefix}{self._file_uuid}-{self._file_counter}.parquet"
+        self._file_counter += 1
+        path = join_path(self.directory, name)
+        stream = table.storage.open_output(path)
+        compression = table.options.get_option(opts.FILE_COMPRESSION)
+        level = table.options.get_option(opts.FILE_COMPRESSION_ZSTD_LEVEL) if compression == "zstd" else None
+        writer = pq.ParquetWriter(
+            stream,
+            storage_arrow_schema(table.arrow_schema),
+            compression="none" if compression in ("none", "uncompressed") else compression,
+            compression_level=level,
+            store_decimal_as_integer=True,
+            data_page_size=table.options.get_option(opts.PAGE_SIZE),
+            write_statistics=True,
+        )
+        stats = StatsCollector(
+            list(table.schema.fields),
+            table.options.get_option(opts.STATS_MODE),
+            _per_field_stats_modes(table.options),
+        )
+        self._file = _OpenFile(name, path, stream, writer, stats, self.next_seq)
+        return self._file
+
+    def _close_file(self) -> None:
+        open_file, self._file = self._file, None
+        if open_file is None:
+            return
+        open_file.writer.close()
+        open_file.stream.close()
+        if open_file.rows == 0:
+            self.table.storage.delete(open_file.path)
+            return
+        value_stats, stats_cols = open_file.stats.result()
+        self.next_seq = open_file.min_seq + open_file.rows
+        self.written.append(
+            DataFileMeta(
+                file_name=open_file.name,
+                file_size=self.table.storage.size(open_file.path),
+                row_count=open_file.rows,
+                min_key=EMPTY_ROW,
+                max_key=EMPTY_ROW,
+                key_stats=SimpleStats.EMPTY,
+                value_stats=value_stats,
+                min_sequence_number=open_file.min_seq,
+                max_sequence_number=open_file.min_seq + open_file.rows - 1,
+                schema_id=self.table.schema.id,
+                level=0,
+                extra_files=[],
+                creation_time=local_wall_clock_millis(),
+                delete_row_count=0,
+                embedded_index=None,
+                file_source=_FILE_SOURCE_APPEND,
+                value_stats_cols=stats_cols,
+                external_path=None,
+                first_row_id=None,
+                write_cols=None,
+            )
+        )
+
+    def close(self) -> list[DataFileMeta]:
+        self.flush()
+        self._close_file()
+        files, self.written = self.written, []
+        return files
+
+    def abort(self) -> list[str]:
+        """Close quietly and return the paths of every file this writer created."""
+        paths = [join_path(self.directory, f.file_name) for f in self.written]
+        if self._file is not None:
+            try:
+                self._file.writer.close()
+                self._file.stream.close()
+            except Exception:  # the file is deleted below either way
+                logger.debug("closing %s during abort failed", self._file.path, exc_info=True)
+            paths.append(self._file.path)
+            self._file = None
+        self.buffered, self.written = [], []
+        return paths
+
+
+def _per_field_stats_modes(options: opts.Options) -> dict[str, str]:
+    modes = {}
+    for key, value in options.items():
+        if key.startswith("fields.") and key.endswith(".stats-mode"):
+            modes[key[len("fields.") : -len(".stats-mode")]] = value
+    return modes
+
+
+class TableWrite:
+    """Writes data into new files of a table; nothing is visible until the messages are committed.
+
+    Memory stays bounded by ``write-buffer-size``: when the buffers of all open writers exceed it, the
+    largest is flushed to its file as a row group.
+    """
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self._writers: dict[tuple[bytes, int], _BucketWriter] = {}
+        self._paths: dict[bytes, str] = {}
+        self._arrow_schema = table.arrow_schema
+        self._buffer_limit = table.options.get_option(opts.WRITE_BUFFER_SIZE)
+        self._target_size = table.options.target_file_size(bool(table.schema.primary_keys))
+        self._restored_seq: dict[tuple[bytes, int], int] | None = None
+        self._closed = False
+
+    def write(self, data: Any) -> None:
+        """Write an Arrow table / batch / reader, an iterable of batches, or a pandas DataFrame.
+
+        Raises:
+            SchemaError: the data does not fit the table's schema.
+        """
+        if self._closed:
+            raise RuntimeError("this TableWrite was already committed or aborted")
+        for batch in iter_batches(data):
+            if batch.num_rows == 0:
+                continue
+            batch = conform_batch(batch, self._arrow_schema)
+            for key, part in self._split(batch):
+                self._writer_for(*key).add(part)
+            self._bound_memory()
+
+    def _split(self, batch: pa.RecordBatch) -> Iterator[tuple[tuple[tuple[Any, ...], int], pa.RecordBatch]]:
+        table = self.table
+        keys = list(table.partition_keys)
+        buckets = None
+        if table.bucket > 0:
+            buckets = assign_buckets(batch, table.bucket_keys, table.bucket_key_types, table.bucket)
+        if not keys and buckets is None:
+            yield ((), 0), batch
+            return
+        group_table = pa.table({f"k{i}": batch.column(k) for i, k in enumerate(keys)})
+        group_cols = list(group_table.column_names)
+        if buckets is not None:
+            group_table = group_table.append_column("bucket", buckets)
+            group_cols.append("bucket")
+        group_table = group_table.append_column("row", pa.array(np.arange(batch.num_rows, dtype=np.int64)))
+        grouped = group_table.group_by(group_cols, use_threads=False).aggregate([("row", "list")])
+        rows = grouped.column("row_list")
+        partition_columns = [grouped.column(f"k{i}") for i in range(len(keys))]
+        bucket_column = grouped.column("bucket") if buckets is not None else None
+        for g in range(grouped.num_rows):
+            values = tuple(col[g].as_py() for col in partition_columns)
+            bucket = bucket_column[g].as_py() if bucket_column is not None else 0
+            indices = rows[g].values
+            part = batch if len(indices) == batch.num_rows else batch.take(indices)
+            yield (values, bucket), part
+
+    def _writer_for(self, partition_values: tuple[Any, ...], bucket: int) -> _BucketWriter:
+        table = self.table
+        partition = serialize_row(list(partition_values), table.partition_types) if partition_values else EMPTY_ROW
+        key = (partition, bucket)
+        writer = self._writers.get(key)
+        if writer is None:
+            directory = self._paths.get(partition)
+            if directory is None:
+                relative = partition_path(
+                    table.partition_keys,
+                    list(partition_values),
+                    table.partition_types,
+                    table.options.get_option(opts.PARTITION_DEFAULT_NAME),
+                    table.options.get_option(opts.PARTITION_LEGACY_NAME),
+                )
+                directory = join_path(table.path, relative) if relative else table.path
+                self._paths[partition] = directory
+            writer = _BucketWriter(
+                table=table,
+                partition=partition,
+                directory=join_path(directory, f"bucket-{bucket}"),
+                bucket=bucket,
+                next_seq=self._restore_sequence(partition, bucket),
+                target_size=self._target_size,
+            )
+            self._writers[key] = writer
+        return writer
+
+    def _restore_sequence(self, partition: bytes, bucket: int) -> int:
+        """Bucketed writers continue after the bucket's highest sequence number; unaware ones start at 0."""
+        if self.table.bucket <= 0 or self.table.options.get_option(opts.WRITE_ONLY):
+            return 0
+        if self._restored_seq is None:
+            self._restored_seq = {}
+            for entry in self.table.live_entries():
+                key = (entry.partition, entry.bucket)
+                seq = entry.file.max_sequence_number + 1
+                if seq > self._restored_seq.get(key, 0):
+                    self._restored_seq[key] = seq
+        return self._restored_seq.get((partition, bucket), 0)
+
+    def _bound_memory(self) -> None:
+        total = sum(w.buffered_bytes for w in self._writers.values())
+        while total > self._buffer_limit:
+            largest = max(self._writers.values(), key=lambda w: w.buffered_bytes)
+            if largest.buffered_bytes == 0:
+                break
+            total -= largest.buffered_bytes
+            largest.flush()
+
+    def prepare_commit(self) -> list[CommitMessage]:
+        """Close every file and return the commit messages; the writer can keep writing afterwards."""
+        messages = []
+        for (partition, bucket), writer in self._writers.items():
+            files = writer.close()
+            if files:
+                messages.append(
+                    CommitMessage(partition, bucket, self.table.bucket, new_files=tuple(files))
+                )
+        return messages
+
+    def abort(self, messages: list[CommitMessage] | None = None) -> None:
+        """Delete every file this writer (or the given uncommitted messages) created."""
+        paths = [p for writer in self._writers.values() for p in writer.abort()]
+        for message in messages or ():
+            directory = self.table.bucket_dir(message.partition, message.bucket)
+            paths.extend(join_path(directory, f.file_name) for f in message.new_files)
+        for path in paths:
+            try:
+                self.table.storage.delete(path)
+            except OSError:
+                logger.warning("could not delete %s while aborting a write", path, exc_info=True)
+        self._writers.clear()
+        self._closed = True
+
+    def close(self) -> None:
+        self._closed = True
+
+    def __enter__(self) -> TableWrite:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is not None:
+            self.abort()
+        self.close()
