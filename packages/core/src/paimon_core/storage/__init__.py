@@ -1,0 +1,80 @@
+"""Storage: the backend protocol, the plugin hooks, and the built-in ``file`` and ``memory`` backends.
+
+Core reads and writes through :func:`get_backend`, which maps a path's scheme to a backend declared by a
+plugin (hook ``paimon_storage_backends``, entry-point group ``paimon.storage``). A snapshot is published with
+:meth:`StorageBackend.write_if_absent`, the one commit primitive.
+
+A third-party backend::
+
+    from paimon_core.storage import BackendSpec, Capability, hookimpl
+
+    @hookimpl
+    def paimon_storage_backends() -> list[BackendSpec]:
+        return [BackendSpec("mystore", ("my",), make_backend, frozenset({Capability.ATOMIC_CREATE}), "pip install x")]
+
+declared in its ``pyproject.toml`` as ``[project.entry-points."paimon.storage"] mystore = "my_package.plugin"``,
+and tested by subclassing ``paimon_testing.storage.StorageBackendTests``.
+"""
+
+from __future__ import annotations
+
+from paimon_core.storage._local import LocalBackend
+from paimon_core.storage._memory import MemoryBackend, clear_memory_store
+from paimon_core.storage._paths import (
+    join_path,
+    local_path,
+    parent_path,
+    path_name,
+    uri_authority,
+    uri_scheme,
+)
+from paimon_core.storage._registry import (
+    BLOCKLIST_ENV,
+    StorageRegistry,
+    blocklist_from_env,
+    create_plugin_manager,
+    default_registry,
+    get_backend,
+    set_default_registry,
+)
+from paimon_core.storage._spec import (
+    ENTRY_POINT_GROUP,
+    PROJECT_NAME,
+    BackendFactory,
+    BackendSpec,
+    Capability,
+    FileInfo,
+    StorageBackend,
+    StorageHookSpecs,
+    hookimpl,
+    hookspec,
+)
+
+__all__ = [
+    "BLOCKLIST_ENV",
+    "ENTRY_POINT_GROUP",
+    "PROJECT_NAME",
+    "BackendFactory",
+    "BackendSpec",
+    "Capability",
+    "FileInfo",
+    "LocalBackend",
+    "MemoryBackend",
+    "StorageBackend",
+    "StorageHookSpecs",
+    "StorageRegistry",
+    "blocklist_from_env",
+    "clear_memory_store",
+    "create_plugin_manager",
+    "default_registry",
+    "get_backend",
+    "hookimpl",
+    "hookspec",
+    "join_path",
+    "local_path",
+    "parent_path",
+    "path_name",
+    "set_default_registry",
+    "uri_authority",
+    "uri_scheme",
+]
