@@ -86,9 +86,9 @@ def _test_deps() -> tuple[str, ...]:
 
 
 @nox.session
-@nox.parametrize("package", [p.dir for p in PACKAGES])
+@nox.parametrize("package", [p.dir for p in PACKAGES], ids=[p.dir for p in PACKAGES])
 def tests(session: nox.Session, package: str) -> None:
-    """Run ``packages/<package>/tests`` (pytest exit 5, "no tests collected", fails the session)."""
+    """``pytest packages/<package>/tests``; "no tests collected" (exit 5) fails like any other error."""
     _install_workspace(session, package, extra=_test_deps())
     session.run("pytest", f"packages/{package}/tests", *session.posargs)
 
@@ -107,10 +107,16 @@ def interop(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """``ruff check`` and ``ruff format --check`` over the whole repository."""
+    """``ruff check`` and ``ruff format --check`` over the whole repository (both run, then both judged)."""
     session.install(*nox.project.dependency_groups(PYPROJECT, "lint"))
-    session.run("ruff", "check", *session.posargs, ".")
-    session.run("ruff", "format", "--check", ".")
+    failed = []
+    for command in (["check", *session.posargs, "."], ["format", "--check", "."]):
+        try:
+            session.run("ruff", *command)
+        except nox.command.CommandFailed:
+            failed.append(f"ruff {command[0]}")
+    if failed:
+        session.error(f"{' and '.join(failed)} failed")
 
 
 @nox.session
