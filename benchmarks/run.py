@@ -180,11 +180,14 @@ def bench_pypaimon(data: pa.Table, batches: list[pa.Table], repeat: int, workdir
 def bench_ours(data: pa.Table, batches: list[pa.Table], repeat: int, workdir: Path) -> Result:
     """paimon-core through its public table API (``Catalog.open`` … ``table.append`` / ``to_arrow``)."""
     result = Result("paimon-core", importlib.metadata.version("paimon-core"), commit_count=len(batches))
-    try:
-        from paimon_core import Catalog
-    except ImportError as exc:
+    import paimon_core
+
+    # Until the table API lands the harness still measures the others. A paimon_core that fails to
+    # import is an error, not "not available".
+    Catalog = getattr(paimon_core, "Catalog", None)
+    if Catalog is None:
         result.status = "not available"
-        result.notes.append(f"paimon_core.Catalog cannot be imported yet ({exc})")
+        result.notes.append("paimon_core.Catalog does not exist yet")
         return result
 
     def new_table(d: Path) -> Any:
