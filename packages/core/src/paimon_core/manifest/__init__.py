@@ -1,0 +1,70 @@
+"""Manifests and manifest lists: the Avro metadata that lists a snapshot's data files (spec §4, §5.5).
+
+* :mod:`._entry`: the records (:class:`ManifestEntry`, :class:`DataFileMeta`, :class:`ManifestFileMeta`,
+  :class:`SimpleStats`) and the entry merge;
+* :mod:`._avro`: the Avro schemas, record conversion and codecs;
+* :mod:`._files`: reading and writing files with exact sizes, the rolling writer;
+* :mod:`._merge`: the manifest merge that keeps base manifest lists short.
+"""
+
+from paimon_core.manifest._avro import (
+    MANIFEST_ENTRY_SCHEMA,
+    MANIFEST_FILE_META_SCHEMA,
+    avro_codec,
+)
+from paimon_core.manifest._entry import (
+    EMPTY_ROW_BYTES,
+    DataFileMeta,
+    DuplicateFileError,
+    FileIdentifier,
+    FileKind,
+    FileSource,
+    ManifestEntry,
+    ManifestFileMeta,
+    SimpleStats,
+    local_wall_clock_millis,
+    merge_entries,
+    wall_clock_to_epoch_millis,
+)
+from paimon_core.manifest._files import (
+    ManifestContext,
+    ManifestNamer,
+    RollingManifestWriter,
+    compute_partition_stats,
+    read_all_entries,
+    read_manifest_file,
+    read_manifest_list,
+    write_manifest_file,
+    write_manifest_list,
+    write_manifests,
+)
+from paimon_core.manifest._merge import merge_manifests
+
+__all__ = [
+    "EMPTY_ROW_BYTES",
+    "MANIFEST_ENTRY_SCHEMA",
+    "MANIFEST_FILE_META_SCHEMA",
+    "DataFileMeta",
+    "DuplicateFileError",
+    "FileIdentifier",
+    "FileKind",
+    "FileSource",
+    "ManifestContext",
+    "ManifestEntry",
+    "ManifestFileMeta",
+    "ManifestNamer",
+    "RollingManifestWriter",
+    "SimpleStats",
+    "avro_codec",
+    "compute_partition_stats",
+    "local_wall_clock_millis",
+    "merge_entries",
+    "merge_manifests",
+    "read_all_entries",
+    "read_manifest_file",
+    "read_manifest_list",
+    "wall_clock_to_epoch_millis",
+    "write_manifest_file",
+    "write_manifest_list",
+    "write_manifests",
+]

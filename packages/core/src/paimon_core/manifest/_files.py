@@ -1,0 +1,375 @@
+"""Reading and writing manifest files and manifest lists, with exact sizes (spec §4.1-4.3).
+
+Every file is serialized in memory and written once, so the size recorded in the parent (manifest list
+``_FILE_SIZE``, snapshot ``*ManifestListSize``) is exactly the length of the bytes written.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from fastavro.write import Writer
+
+from paimon_core.errors import CorruptMetadataError
+from paimon_core.manifest._avro import (
+    PARSED_ENTRY_SCHEMA,
+    PARSED_FILE_META_SCHEMA,
+    SYNC_INTERVAL,
+    avro_codec,
+    decode_entries,
+    decode_file_metas,
+    encode_ocf,
+    entry_to_record,
+    file_meta_to_record,
+)
+from paimon_core.manifest._entry import (
+    EMPTY_ROW_BYTES,
+    FileKind,
+    ManifestEntry,
+    ManifestFileMeta,
+    SimpleStats,
+)
+
+if TYPE_CHECKING:
+    from paimon_core.storage import StorageBackend
+    from paimon_core.types import DataType
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "ManifestContext",
+    "ManifestNamer",
+    "RollingManifestWriter",
+    "compute_partition_stats",
+    "read_all_entries",
+    "read_manifest_file",
+    "read_manifest_list",
+    "write_manifest_file",
+    "write_manifest_list",
+    "write_manifests",
+]
+
+# Like Java's RollingFileWriter: look at the written size only every this many records.
+ROLL_CHECK_RECORDS = 1000
+DEFAULT_TARGET_FILE_SIZE = 8 << 20
+
+
+class ManifestNamer:
+    """Names new metadata files as ``<prefix>-<uuid>-<n>``: one UUID per instance (per committer), n counting up."""
+
+    def __init__(self) -> None:
+        self._uuid = str(uuid.uuid4())
+        self._counter = itertools.count()
+
+    def __call__(self, prefix: str) -> str:
+        return f"{prefix}-{self._uuid}-{next(self._counter)}"
+
+
+@dataclass(frozen=True)
+class ManifestContext:
+    """What manifest reading and writing need to know about a table.
+
+    Attributes:
+        storage: the table's storage backend.
+        manifest_dir: ``<table>/manifest``.
+        partition_types: the partition columns' types, in partition order (for ``_PARTITION_STATS``).
+        codec: fastavro codec name (see :func:`avro_codec`); ``zstandard`` by default.
+        compression_level: codec level (Java's default zstd level is 1); None = the codec's default.
+        target_file_size: ``manifest.target-file-size``; manifests roll at this size.
+        merge_min_count: ``manifest.merge-min-count``.
+        full_compaction_threshold: ``manifest.full-compaction-threshold-size``.
+    """
+
+    storage: StorageBackend
+    manifest_dir: str
+    partition_types: tuple[DataType, ...] = ()
+    codec: str = "zstandard"
+    compression_level: int | None = 1
+    target_file_size: int = DEFAULT_TARGET_FILE_SIZE
+    merge_min_count: int = 30
+    full_compaction_threshold: int = 16 << 20
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.partition_types, tuple):
+            object.__setattr__(self, "partition_types", tuple(self.partition_types))
+        avro_codec(self.codec)  # validates, and sets up the zstandard codec if needed
+
+    @classmethod
+    def for_table(
+        cls,
+        storage: StorageBackend,
+        table_path: str,
+        partition_types: Sequence[DataType],
+        options: Mapping[str, str] | None = None,
+    ) -> ManifestContext:
+        """Build from a table's location and options (``manifest.*`` and ``file.compression.zstd-level``)."""
+        from paimon_core import options as opts
+        from paimon_core.storage import join_path
+
+        parsed = opts.Options.of(options or {})
+        return cls(
+            storage=storage,
+            manifest_dir=join_path(table_path, "manifest"),
+            partition_types=tuple(partition_types),
+            codec=avro_codec(parsed.get_option(opts.MANIFEST_COMPRESSION)),
+            compression_level=parsed.get_option(opts.FILE_COMPRESSION_ZSTD_LEVEL),
+            target_file_size=parsed.get_option(opts.MANIFEST_TARGET_FILE_SIZE),
+            merge_min_count=parsed.get_option(opts.MANIFEST_MERGE_MIN_COUNT),
+            full_compaction_threshold=parsed.get_option(opts.MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE),
+        )
+
+    def path(self, file_name: str) -> str:
+        from paimon_core.storage import join_path
+
+        return join_path(self.manifest_dir, file_name)
+
+    @property
+    def level(self) -> int | None:
+        return self.compression_level if self.codec == "zstandard" else None
+
+
+# --- partition stats --------------------------------------------------------------------------------------
+
+
+def compute_partition_stats(
+    entries: Iterable[ManifestEntry], partition_types: Sequence[DataType]
+) -> SimpleStats:
+    """``_PARTITION_STATS`` over the entries: per partition field min, max and null count (one per entry)."""
+    if not partition_types:
+        return SimpleStats(EMPTY_ROW_BYTES, EMPTY_ROW_BYTES, ())
+    from paimon_core.binary_row import deserialize_row, serialize_row
+
+    arity = len(partition_types)
+    counts: dict[bytes, int] = {}
+    for entry in entries:
+        counts[entry.partition] = counts.get(entry.partition, 0) + 1
+    mins: list[Any] = [None] * arity
+    maxs: list[Any] = [None] * arity
+    nulls = [0] * arity
+    for partition, count in counts.items():
+        values = deserialize_row(partition, list(partition_types))
+        for i, value in enumerate(values):
+            if value is None:
+                nulls[i] += count
+                continue
+            if mins[i] is None or value < mins[i]:
+                mins[i] = value
+            if maxs[i] is None or value > maxs[i]:
+                maxs[i] = value
+    types = list(partition_types)
+    return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), tuple(nulls))
+
+
+def _build_meta(
+    file_name: str, file_size: int, entries: Sequence[ManifestEntry], partition_types: Sequence[DataType]
+) -> ManifestFileMeta:
+    added = sum(1 for e in entries if e.kind is FileKind.ADD)
+    min_row_id: int | None = None
+    max_row_id: int | None = None
+    if all(e.file.first_row_id is not None for e in entries):
+        min_row_id = min(e.file.first_row_id for e in entries if e.file.first_row_id is not None)
+        max_row_id = max(
+            e.file.first_row_id + e.file.row_count - 1 for e in entries if e.file.first_row_id is not None
+        )
+    # Only a common, positive bucket count says something about every entry (pypaimon writes the same).
+    bucket_counts = {e.total_buckets for e in entries}
+    total_buckets = next(iter(bucket_counts)) if len(bucket_counts) == 1 else None
+    return ManifestFileMeta(
+        file_name=file_name,
+        file_size=file_size,
+        num_added_files=added,
+        num_deleted_files=len(entries) - added,
+        partition_stats=compute_partition_stats(entries, partition_types),
+        schema_id=max(e.file.schema_id for e in entries),
+        min_bucket=min(e.bucket for e in entries),
+        max_bucket=max(e.bucket for e in entries),
+        min_level=min(e.file.level for e in entries),
+        max_level=max(e.file.level for e in entries),
+        min_row_id=min_row_id,
+        max_row_id=max_row_id,
+        total_buckets=total_buckets if total_buckets is not None and total_buckets > 0 else None,
+    )
+
+
+# --- manifest files ---------------------------------------------------------------------------------------
+
+
+def write_manifest_file(
+    storage: StorageBackend,
+    path: str,
+    entries: Sequence[ManifestEntry],
+    partition_types: Sequence[DataType] = (),
+    codec: str = "zstandard",
+    compression_level: int | None = 1,
+) -> ManifestFileMeta:
+    """Write one manifest file holding ``entries`` (in order) and describe it for a manifest list.
+
+    Raises:
+        ValueError: ``entries`` is empty (Java never writes an empty manifest).
+        FileExistsError: ``path`` exists (names are unique; this is a bug or a name collision).
+    """
+    if not entries:
+        raise ValueError("a manifest file needs at least one entry")
+    level = compression_level if codec == "zstandard" else None
+    data = encode_ocf(PARSED_ENTRY_SCHEMA, (entry_to_record(e) for e in entries), codec, level)
+    storage.write_bytes(path, data, overwrite=False)
+    from paimon_core.storage import path_name
+
+    return _build_meta(path_name(path), len(data), entries, partition_types)
+
+
+def _read_metadata_file(storage: StorageBackend, path: str, what: str) -> bytes:
+    try:
+        return storage.read_bytes(path)
+    except FileNotFoundError:
+        raise CorruptMetadataError(
+            f"{what} {path} is missing: the table's metadata refers to it, so the table is corrupt "
+            "(was it deleted by hand, or by a cleanup that ignored a snapshot or tag?)",
+            path,
+        ) from None
+
+
+def read_manifest_file(storage: StorageBackend, path: str) -> list[ManifestEntry]:
+    """Read every entry of a manifest file, in order.
+
+    Raises:
+        CorruptMetadataError: the file is missing or unreadable.
+    """
+    return decode_entries(_read_metadata_file(storage, path, "manifest file"), path)
+
+
+def read_all_entries(
+    ctx: ManifestContext, metas: Sequence[ManifestFileMeta], max_workers: int = 8
+) -> list[ManifestEntry]:
+    """The entries of several manifests, concatenated in manifest order (read in parallel)."""
+    paths = [ctx.path(m.file_name) for m in metas]
+    if len(paths) <= 1 or max_workers <= 1:
+        chunks = [read_manifest_file(ctx.storage, p) for p in paths]
+    else:
+        with ThreadPoolExecutor(max_workers=min(max_workers, len(paths))) as pool:
+            chunks = list(pool.map(lambda p: read_manifest_file(ctx.storage, p), paths))
+    return [entry for chunk in chunks for entry in chunk]
+
+
+class RollingManifestWriter:
+    """Writes entries into as many manifests as needed, rolling at ``ctx.target_file_size``.
+
+    As in Java, the size is checked every :data:`ROLL_CHECK_RECORDS` records, so a manifest may exceed the
+    target by up to that many records. Use as a context manager, or call :meth:`close` (success) or
+    :meth:`abort` (deletes what was written).
+    """
+
+    def __init__(self, ctx: ManifestContext, new_name: Callable[[str], str] | None = None) -> None:
+        self.ctx = ctx
+        self.new_name = new_name or ManifestNamer()
+        self.result: list[ManifestFileMeta] = []
+        self._buffer: io.BytesIO | None = None
+        self._writer: Writer | None = None
+        self._pending: list[ManifestEntry] = []
+        self._closed = False
+
+    def write(self, entry: ManifestEntry) -> None:
+        if self._closed:
+            raise ValueError("the manifest writer is closed")
+        if self._writer is None:
+            self._buffer = io.BytesIO()
+            self._writer = Writer(
+                self._buffer,
+                PARSED_ENTRY_SCHEMA,
+                codec=self.ctx.codec,
+                sync_interval=SYNC_INTERVAL,
+                compression_level=self.ctx.level,
+            )
+        self._writer.write(entry_to_record(entry))
+        self._pending.append(entry)
+        if len(self._pending) % ROLL_CHECK_RECORDS == 0:
+            self._writer.flush()
+            assert self._buffer is not None
+            if self._buffer.tell() >= self.ctx.target_file_size:
+                self._roll()
+
+    def write_all(self, entries: Iterable[ManifestEntry]) -> None:
+        for entry in entries:
+            self.write(entry)
+
+    def _roll(self) -> None:
+        if self._writer is None or not self._pending:
+            return
+        self._writer.flush()
+        assert self._buffer is not None
+        data = self._buffer.getvalue()
+        name = self.new_name("manifest")
+        self.ctx.storage.write_bytes(self.ctx.path(name), data, overwrite=False)
+        self.result.append(_build_meta(name, len(data), self._pending, self.ctx.partition_types))
+        self._writer = None
+        self._buffer = None
+        self._pending = []
+
+    def close(self) -> list[ManifestFileMeta]:
+        """Finish the current manifest and return all written manifests' metas."""
+        if not self._closed:
+            self._roll()
+            self._closed = True
+        return self.result
+
+    def abort(self) -> None:
+        """Delete the manifests written so far (best effort)."""
+        self._closed = True
+        self._writer = None
+        for meta in self.result:
+            try:
+                self.ctx.storage.delete(self.ctx.path(meta.file_name))
+            except OSError:
+                logger.warning("could not delete manifest %s while aborting", meta.file_name, exc_info=True)
+        self.result = []
+
+    def __enter__(self) -> RollingManifestWriter:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def write_manifests(
+    ctx: ManifestContext, entries: Iterable[ManifestEntry], new_name: Callable[[str], str] | None = None
+) -> list[ManifestFileMeta]:
+    """Write entries into rolling manifests; nothing (an empty list) for no entries."""
+    with RollingManifestWriter(ctx, new_name) as writer:
+        writer.write_all(entries)
+    return writer.result
+
+
+# --- manifest lists ---------------------------------------------------------------------------------------
+
+
+def write_manifest_list(
+    storage: StorageBackend,
+    path: str,
+    metas: Sequence[ManifestFileMeta],
+    codec: str = "zstandard",
+    compression_level: int | None = 1,
+) -> int:
+    """Write a manifest list (possibly empty) as a single file; returns its exact size in bytes."""
+    level = compression_level if codec == "zstandard" else None
+    data = encode_ocf(PARSED_FILE_META_SCHEMA, (file_meta_to_record(m) for m in metas), codec, level)
+    storage.write_bytes(path, data, overwrite=False)
+    return len(data)
+
+
+def read_manifest_list(storage: StorageBackend, path: str) -> list[ManifestFileMeta]:
+    """Read a manifest list.
+
+    Raises:
+        CorruptMetadataError: the file is missing or unreadable.
+    """
+    return decode_file_metas(_read_metadata_file(storage, path, "manifest list"), path)
