@@ -99,7 +99,7 @@ class StorageBackend(Protocol):
         """Open a writable stream for a (possibly large) data file, replacing any existing object.
 
         The object becomes visible, whole, only when ``close()`` returns; a reader never sees a partial
-        object. Leaving a ``with`` block by an exception should discard the object instead of publishing it.
+        object. Leaving a ``with`` block by an exception discards what was written (an existing object stays).
 
         Raises:
             PermissionError: access is denied.
