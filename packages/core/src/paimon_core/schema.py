@@ -392,10 +392,15 @@ class SchemaManager:
             self._cache[schema_id] = schema
         return schema
 
+    def latest_id(self) -> int | None:
+        """The newest schema id, or None when the table does not exist."""
+        ids = self.list_ids()
+        return ids[-1] if ids else None
+
     def latest(self) -> TableSchema | None:
         """The newest schema, or None when the table does not exist."""
-        ids = self.list_ids()
-        return self.schema(ids[-1]) if ids else None
+        latest_id = self.latest_id()
+        return None if latest_id is None else self.schema(latest_id)
 
     def create(self, schema: TableSchema) -> TableSchema:
         """Write the first schema (``schema-0``).
