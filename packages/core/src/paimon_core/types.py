@@ -682,8 +682,16 @@ def to_arrow_schema(fields: Iterable[DataField]) -> pa.Schema:
     return pa.schema([to_arrow_field(f) for f in fields])
 
 
-def _arrow_field(name: str, data_type: DataType, field_id: int | None, depth: int) -> pa.Field:
-    metadata = None if field_id is None else {FIELD_ID_KEY: str(field_id).encode()}
+def _arrow_field(
+    name: str, data_type: DataType, field_id: int | None, depth: int, own_id: int | None = None
+) -> pa.Field:
+    """An Arrow field; nested ids derive from ``field_id``, the field's own id is ``own_id`` if given.
+
+    Java's Parquet converter passes the column's id down to list elements and map keys/values and then
+    overrides their own ids (``convertToParquetType(..., fieldId, depth + 1).withId(special)``).
+    """
+    label = field_id if own_id is None else own_id
+    metadata = None if label is None else {FIELD_ID_KEY: str(label).encode()}
     return pa.field(
         name, _to_arrow(data_type, field_id, depth), nullable=data_type.nullable, metadata=metadata
     )
@@ -722,15 +730,15 @@ def _to_arrow(t: DataType, field_id: int | None, depth: int) -> pa.DataType:
         element_id = None
         if field_id is not None:
             element_id = _int32(_STRUCTURED_ID_BASE + field_id * _STRUCTURED_DEPTH_LIMIT + depth + 1)
-        return pa.list_(_arrow_field("element", t.element, element_id, depth + 1))
+        return pa.list_(_arrow_field("element", t.element, field_id, depth + 1, element_id))
     if isinstance(t, MapType):
         key_id = value_id = None
         if field_id is not None:
             key_id = _int32(_STRUCTURED_ID_BASE - field_id * _STRUCTURED_DEPTH_LIMIT - depth - 1)
             value_id = _int32(_STRUCTURED_ID_BASE + field_id * _STRUCTURED_DEPTH_LIMIT + depth + 1)
         # Arrow (like Parquet) has no nullable map keys; Java's writer also forces them NOT NULL.
-        key = _arrow_field("key", t.key.copy(False), key_id, depth + 1)
-        return pa.map_(key, _arrow_field("value", t.value, value_id, depth + 1))
+        key = _arrow_field("key", t.key.copy(False), field_id, depth + 1, key_id)
+        return pa.map_(key, _arrow_field("value", t.value, field_id, depth + 1, value_id))
     if isinstance(t, RowType):
         # Java restarts the depth for the fields of a nested row (convertToParquetType(DataField)).
         return pa.struct([_arrow_field(f.name, f.type, f.id, 0) for f in t.fields])
