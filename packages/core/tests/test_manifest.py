@@ -87,7 +87,9 @@ def data_file(name: str, **changes: Any) -> DataFileMeta:
 
 
 def add(name: str, partition: bytes | None = None, bucket: int = 0, **changes: Any) -> ManifestEntry:
-    return ManifestEntry(FileKind.ADD, partition or part("2024-01-01", 1), bucket, -1, data_file(name, **changes))
+    return ManifestEntry(
+        FileKind.ADD, partition or part("2024-01-01", 1), bucket, -1, data_file(name, **changes)
+    )
 
 
 # --- Avro schemas -------------------------------------------------------------------------------------------
@@ -159,7 +161,10 @@ def test_required_fields_are_not_nullable() -> None:
     for name in ("_FILE_NAME", "_FILE_SIZE", "_ROW_COUNT", "_MIN_KEY", "_LEVEL", "_SCHEMA_ID"):
         assert not isinstance(file_fields[name]["type"], list)
     assert file_fields["_EXTRA_FILES"]["type"] == {"type": "array", "items": "string"}
-    assert file_fields["_CREATION_TIME"]["type"] == ["null", {"type": "long", "logicalType": "timestamp-millis"}]
+    assert file_fields["_CREATION_TIME"]["type"] == [
+        "null",
+        {"type": "long", "logicalType": "timestamp-millis"},
+    ]
     null_counts = _fields(file_fields["_VALUE_STATS"]["type"])["_NULL_COUNTS"]["type"]
     assert null_counts == ["null", {"type": "array", "items": ["null", "long"]}]
     list_fields = _fields(MANIFEST_FILE_META_SCHEMA)
@@ -182,7 +187,9 @@ def test_written_file_header(ctx: ManifestContext) -> None:
     assert reader.codec == "zstandard"
     records = list(reader)
     assert records[0]["_VERSION"] == 2
-    assert records[0]["_FILE"]["_CREATION_TIME"] == datetime(2023, 11, 14, 22, 13, 20, 123000, tzinfo=timezone.utc)
+    assert records[0]["_FILE"]["_CREATION_TIME"] == datetime(
+        2023, 11, 14, 22, 13, 20, 123000, tzinfo=timezone.utc
+    )
     creation = _fields(_fields(reader.writer_schema)["_FILE"]["type"])["_CREATION_TIME"]
     assert creation["type"] == ["null", {"type": "long", "logicalType": "timestamp-millis"}]
 
@@ -191,7 +198,9 @@ def test_written_file_header(ctx: ManifestContext) -> None:
 
 
 def test_manifest_round_trip_keeps_every_field(ctx: ManifestContext) -> None:
-    stats = SimpleStats(serialize_row([1, "a"], [IntType(), string_type()]), b"\x00" * 4 + b"x" * 8, (0, None))
+    stats = SimpleStats(
+        serialize_row([1, "a"], [IntType(), string_type()]), b"\x00" * 4 + b"x" * 8, (0, None)
+    )
     full = data_file(
         "data-1.parquet",
         file_size=123456789012,
@@ -289,7 +298,9 @@ def test_files_are_never_overwritten(ctx: ManifestContext) -> None:
 
 @pytest.mark.parametrize("compression", ["zstd", "deflate", "null", "none"])
 def test_codecs(storage: StorageBackend, table_path: str, compression: str) -> None:
-    ctx = ManifestContext.for_table(storage, table_path, PARTITION_TYPES, {"manifest.compression": compression})
+    ctx = ManifestContext.for_table(
+        storage, table_path, PARTITION_TYPES, {"manifest.compression": compression}
+    )
     metas = write_manifests(ctx, [add("a"), add("b")])
     header = fastavro.reader(io.BytesIO(storage.read_bytes(ctx.path(metas[0].file_name))))
     assert header.codec == avro_codec(compression)
@@ -349,7 +360,8 @@ def test_reads_manifests_of_older_writers(storage: StorageBackend, table_path: s
     old_file["fields"] = [f for f in old_file["fields"] if f["name"] in _OLD_FILE_FIELDS]
     old_schema = dict(MANIFEST_ENTRY_SCHEMA, name="ManifestEntry")
     old_schema["fields"] = [
-        f if f["name"] != "_FILE" else {"name": "_FILE", "type": old_file} for f in MANIFEST_ENTRY_SCHEMA["fields"]
+        f if f["name"] != "_FILE" else {"name": "_FILE", "type": old_file}
+        for f in MANIFEST_ENTRY_SCHEMA["fields"]
     ]
     record = {
         "_VERSION": 2,
@@ -363,8 +375,16 @@ def test_reads_manifests_of_older_writers(storage: StorageBackend, table_path: s
             "_ROW_COUNT": 1,
             "_MIN_KEY": EMPTY_ROW_BYTES,
             "_MAX_KEY": EMPTY_ROW_BYTES,
-            "_KEY_STATS": {"_MIN_VALUES": EMPTY_ROW_BYTES, "_MAX_VALUES": EMPTY_ROW_BYTES, "_NULL_COUNTS": []},
-            "_VALUE_STATS": {"_MIN_VALUES": EMPTY_ROW_BYTES, "_MAX_VALUES": EMPTY_ROW_BYTES, "_NULL_COUNTS": None},
+            "_KEY_STATS": {
+                "_MIN_VALUES": EMPTY_ROW_BYTES,
+                "_MAX_VALUES": EMPTY_ROW_BYTES,
+                "_NULL_COUNTS": [],
+            },
+            "_VALUE_STATS": {
+                "_MIN_VALUES": EMPTY_ROW_BYTES,
+                "_MAX_VALUES": EMPTY_ROW_BYTES,
+                "_NULL_COUNTS": None,
+            },
             "_MIN_SEQUENCE_NUMBER": 0,
             "_MAX_SEQUENCE_NUMBER": 0,
             "_SCHEMA_ID": 0,

@@ -219,7 +219,9 @@ def test_new_schema_normalizes_primary_keys_and_computes_the_highest_id() -> Non
     assert schema.highest_field_id == 7
     assert schema.options == {"bucket": "2"}
     assert schema.time_millis > 0
-    kept = TableSchema.new([DataField(0, "k", IntType())], primary_keys=["k"], options={"primary-key.nullable": "true"})
+    kept = TableSchema.new(
+        [DataField(0, "k", IntType())], primary_keys=["k"], options={"primary-key.nullable": "true"}
+    )
     assert kept.field_by_name("k").type.nullable
 
 

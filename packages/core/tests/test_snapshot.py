@@ -220,7 +220,9 @@ def test_publish_writes_the_file_and_the_latest_hint(storage: StorageBackend, ta
     assert sm.snapshot(1).commit_user == "user-1"
 
 
-def test_latest_and_earliest_survive_stale_and_missing_hints(storage: StorageBackend, table_path: str) -> None:
+def test_latest_and_earliest_survive_stale_and_missing_hints(
+    storage: StorageBackend, table_path: str
+) -> None:
     sm = SnapshotManager(storage, table_path)
     for i in range(1, 6):
         assert sm.try_publish(make_snapshot(i))
