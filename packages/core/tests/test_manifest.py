@@ -535,3 +535,47 @@ def test_creation_time_is_local_wall_clock() -> None:
     assert wall_clock_to_epoch_millis(wall) == instant
     assert data_file("x", creation_time=wall).creation_time_epoch_millis() == instant
     assert data_file("x", creation_time=None).creation_time_epoch_millis() is None
+
+
+def _varint(value: int) -> bytes:
+    encoded = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while encoded > 0x7F:
+        out.append((encoded & 0x7F) | 0x80)
+        encoded >>= 7
+    out.append(encoded)
+    return bytes(out)
+
+
+def _avro_bytes(data: bytes) -> bytes:
+    return _varint(len(data)) + data
+
+
+def test_reads_zstandard_blocks_without_a_content_size(storage: StorageBackend, table_path: str) -> None:
+    # Java's Avro codec streams each block through ZstdOutputStream: the frame has no content size, which a
+    # one-shot decompressor refuses. Build such a file by hand (header, one block, sync marker).
+    import json
+
+    import zstandard
+
+    from paimon_core.manifest._avro import entry_to_record
+
+    entries = [add("a"), add("b", part("2024-01-02", 2))]
+    schema = fastavro.parse_schema(MANIFEST_ENTRY_SCHEMA)
+    block = io.BytesIO()
+    for entry in entries:
+        fastavro.schemaless_writer(block, schema, entry_to_record(entry))
+    compressed = io.BytesIO()
+    with zstandard.ZstdCompressor(level=1).stream_writer(compressed, closefd=False) as writer:
+        writer.write(block.getvalue())
+    frame = compressed.getvalue()
+    with pytest.raises(zstandard.ZstdError):
+        zstandard.ZstdDecompressor().decompress(frame)  # no content size: one-shot decompression fails
+    sync = bytes(range(16))
+    header = b"Obj\x01" + _varint(2)
+    header += _avro_bytes(b"avro.schema") + _avro_bytes(json.dumps(MANIFEST_ENTRY_SCHEMA).encode())
+    header += _avro_bytes(b"avro.codec") + _avro_bytes(b"zstandard") + _varint(0) + sync
+    body = _varint(len(entries)) + _avro_bytes(frame) + sync
+    path = f"{table_path}/manifest/manifest-java-0"
+    storage.write_bytes(path, header + body)
+    assert read_manifest_file(storage, path) == entries
