@@ -404,7 +404,9 @@ def _parse_value(text: str, t: DataType, legacy: bool) -> Any:
         return text.lower() == "true"
     if isinstance(t, (TinyIntType, SmallIntType, IntType, BigIntType)):
         return int(text)
-    if isinstance(t, (FloatType, DoubleType)):
+    if isinstance(t, FloatType):
+        return float(np.float32(text))
+    if isinstance(t, DoubleType):
         return float(text)
     if isinstance(t, DecimalType):
         return Decimal(text)
