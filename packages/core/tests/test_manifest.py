@@ -579,3 +579,13 @@ def test_reads_zstandard_blocks_without_a_content_size(storage: StorageBackend, 
     path = f"{table_path}/manifest/manifest-java-0"
     storage.write_bytes(path, header + body)
     assert read_manifest_file(storage, path) == entries
+
+
+def test_paimon_codec_names_are_accepted_everywhere(storage: StorageBackend, table_path: str) -> None:
+    ctx = ManifestContext(storage, f"{table_path}/manifest", PARTITION_TYPES, codec="zstd")
+    assert ctx.codec == "zstandard"
+    (meta,) = write_manifests(ctx, [add("a")])
+    write_manifest_file(storage, ctx.path("m-deflate"), [add("b")], PARTITION_TYPES, codec="deflate")
+    write_manifest_list(storage, ctx.path("list"), [meta], codec="zstd")
+    assert fastavro.reader(io.BytesIO(storage.read_bytes(ctx.path("list")))).codec == "zstandard"
+    assert read_manifest_file(storage, ctx.path("m-deflate"))[0].file.file_name == "b"

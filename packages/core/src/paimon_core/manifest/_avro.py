@@ -238,8 +238,8 @@ def _install_zstandard_fallback() -> None:
 def encode_ocf(
     schema: Any, records: Iterable[dict[str, Any]], codec: str, compression_level: int | None = None
 ) -> bytes:
-    """Serialize records into an in-memory Avro object container file."""
-    _ensure_codec(codec)
+    """Serialize records into an in-memory Avro object container file (``codec``: a Paimon or fastavro name)."""
+    codec = avro_codec(codec)
     buffer = io.BytesIO()
     fastavro.writer(
         buffer,

@@ -99,7 +99,8 @@ class ManifestContext:
     def __post_init__(self) -> None:
         if not isinstance(self.partition_types, tuple):
             object.__setattr__(self, "partition_types", tuple(self.partition_types))
-        avro_codec(self.codec)  # validates, and sets up the zstandard codec if needed
+        # Accept Paimon names too ("zstd"); also sets up the zstandard codec if fastavro lacks it.
+        object.__setattr__(self, "codec", avro_codec(self.codec))
 
     @classmethod
     def for_table(
