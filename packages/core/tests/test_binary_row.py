@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 from datetime import date, datetime, time, timedelta, timezone
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any
 
 import pytest
@@ -45,6 +45,7 @@ from paimon_core.types import (
 )
 
 STRING = string_type()
+WIDE = Context(prec=60)  # the default context (28 digits) would round 38-digit values
 
 
 def h(text: str) -> bytes:
@@ -425,7 +426,7 @@ def typed_values(draw: st.DrawFn) -> tuple[DataType, Any]:
         precision = draw(st.integers(1, 38))
         scale = draw(st.integers(0, precision))
         unscaled = draw(st.integers(-(10**precision) + 1, 10**precision - 1))
-        return DecimalType(precision, scale), Decimal(unscaled).scaleb(-scale)
+        return DecimalType(precision, scale), Decimal(unscaled).scaleb(-scale, WIDE)
     if choice == 10:
         value = draw(naive_datetimes)
         return TimestampType(3), value.replace(microsecond=value.microsecond // 1000 * 1000)
