@@ -3,7 +3,9 @@
 For tests and examples. Objects live in one dictionary per process, keyed by normalized ``memory://`` paths,
 behind one lock; ``write_if_absent`` checks and inserts under that lock, so it is atomic and exclusive among the
 threads of a process (other processes do not see the store at all: no :attr:`Capability.CROSS_PROCESS`).
-Like an object store it has no real directories: a directory exists while objects lie under it.
+Like an object store it has no real directories: a directory exists while objects lie under it, or after
+``mkdirs`` left a directory marker (as Hadoop's S3A does with an empty ``key/`` object), so that an empty
+database of a catalog stays visible.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class _Object:
 
 _lock = threading.Lock()
 _store: dict[str, _Object] = {}
+_markers: set[str] = set()  # directory markers left by mkdirs
 
 
 def _key(path: str) -> str:
@@ -66,7 +69,9 @@ def _get(key: str) -> _Object:
 
 def _has_children(key: str) -> bool:
     prefix = _dir_prefix(key)
-    return any(k.startswith(prefix) for k in _store)
+    return key in _markers or any(k.startswith(prefix) for k in _store) or any(
+        m.startswith(prefix) for m in _markers
+    )
 
 
 def clear_memory_store(prefix: str | None = None) -> None:
@@ -74,11 +79,13 @@ def clear_memory_store(prefix: str | None = None) -> None:
     with _lock:
         if prefix is None:
             _store.clear()
+            _markers.clear()
             return
         key = _key(prefix)
         under = _dir_prefix(key)
         for k in [k for k in _store if k == key or k.startswith(under)]:
             del _store[k]
+        _markers.difference_update({m for m in _markers if m == key or m.startswith(under)})
 
 
 class _MemoryOutputStream(io.BytesIO):
@@ -157,7 +164,11 @@ class MemoryBackend:
         prefix = _dir_prefix(_key(path))
         with _lock:
             below = [(k[len(prefix) :], obj) for k, obj in _store.items() if k.startswith(prefix)]
+            marked = [m[len(prefix) :] for m in _markers if m.startswith(prefix)]
         entries: dict[tuple[str, bool], FileInfo] = {}
+        for rest in marked:
+            name = rest.partition("/")[0]
+            entries[(name, True)] = FileInfo(join_path(path, name), name, 0, True, 0)
         for rest, obj in below:
             name, slash, _ = rest.partition("/")
             if slash:
@@ -182,13 +193,18 @@ class MemoryBackend:
             _store.pop(key, None)
 
     def delete_dir(self, path: str) -> None:
-        prefix = _dir_prefix(_key(path))
+        key = _key(path)
+        prefix = _dir_prefix(key)
         with _lock:
             for k in [k for k in _store if k.startswith(prefix)]:
                 del _store[k]
+            _markers.difference_update({m for m in _markers if m == key or m.startswith(prefix)})
 
     def mkdirs(self, path: str) -> None:
-        _key(path)  # validates the path; there are no directories to create
+        key = _key(path)
+        if key != _ROOT:
+            with _lock:
+                _markers.add(key)
 
 
 _BACKEND = MemoryBackend()

@@ -28,6 +28,7 @@ from paimon_core.errors import (
 from paimon_core.manifest import (
     FileKind,
     ManifestEntry,
+    ManifestNamer,
     merge_manifests,
     read_manifest_list,
     write_manifest_list,
@@ -70,8 +71,7 @@ class TableCommit:
         self.commit_user = commit_user or (f"{prefix}_{uuid.uuid4()}" if prefix else str(uuid.uuid4()))
         self._last_committed: int | None = None
         self._recovered = False
-        self._manifest_uuid = str(uuid.uuid4())
-        self._manifest_counter = 0
+        self._new_name = ManifestNamer()
         self._max_retries = table.options.get_option(opts.COMMIT_MAX_RETRIES)
         self._timeout_ms = table.options.get_option(opts.COMMIT_TIMEOUT)
         self._min_wait_ms = table.options.get_option(opts.COMMIT_MIN_RETRY_WAIT)
@@ -344,24 +344,19 @@ class TableCommit:
 
     # --- the snapshot ----------------------------------------------------------------------------------
 
-    def _next_manifest_name(self, prefix: str) -> str:
-        name = f"{prefix}-{self._manifest_uuid}-{self._manifest_counter}"
-        self._manifest_counter += 1
-        return name
-
     def _build_snapshot(self, latest: Snapshot | None, attempt: _Attempt, identifier: int) -> Snapshot:
         table = self.table
-        storage, codec = table.storage, table.manifest_codec
+        ctx, storage = table.manifest_context, table.storage
         base_metas = []
         if latest is not None:
-            base_metas = read_manifest_list(storage, table.manifest_path(latest.base_manifest_list))
-            base_metas += read_manifest_list(storage, table.manifest_path(latest.delta_manifest_list))
-            base_metas = merge_manifests(table, base_metas, self._next_manifest_name)
-        base_list = self._next_manifest_name("manifest-list")
-        base_size = write_manifest_list(storage, table.manifest_path(base_list), base_metas, codec)
-        delta_metas = write_manifests(table, attempt.entries, self._next_manifest_name)
-        delta_list = self._next_manifest_name("manifest-list")
-        delta_size = write_manifest_list(storage, table.manifest_path(delta_list), delta_metas, codec)
+            base_metas = read_manifest_list(storage, ctx.path(latest.base_manifest_list))
+            base_metas += read_manifest_list(storage, ctx.path(latest.delta_manifest_list))
+            base_metas = merge_manifests(ctx, base_metas, self._new_name)
+        base_list = self._new_name("manifest-list")
+        base_size = write_manifest_list(storage, ctx.path(base_list), base_metas, ctx.codec, ctx.level)
+        delta_metas = write_manifests(ctx, attempt.entries, self._new_name)
+        delta_list = self._new_name("manifest-list")
+        delta_size = write_manifest_list(storage, ctx.path(delta_list), delta_metas, ctx.codec, ctx.level)
         delta_rows = sum(e.file.row_count if e.kind == FileKind.ADD else -e.file.row_count for e in attempt.entries)
         schema_id = table.schema_manager.latest_id()
         same_schema = latest is not None and latest.schema_id == schema_id

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -12,7 +13,7 @@ import pyarrow.parquet as pq
 
 from paimon_core.errors import CorruptMetadataError, SchemaError
 from paimon_core.manifest import DataFileMeta
-from paimon_core.storage import join_path
+from paimon_core.storage import LocalBackend, join_path, local_path
 from paimon_core.table._scan import DataSplit
 
 if TYPE_CHECKING:
@@ -57,13 +58,23 @@ class TableRead:
         by_id = {f.id: f.name for f in file_schema.fields}
         return [(by_id.get(f.id), self._read_schema.field(f.name)) for f in self._read_fields]
 
-    def _open(self, path: str) -> pq.ParquetFile:
+    @contextmanager
+    def _open(self, path: str) -> Iterator[pq.ParquetFile]:
+        storage = self.table.storage
         try:
-            return pq.ParquetFile(self.table.storage.open_input(path))
+            # Local files are read natively by Arrow (no Python file object in the hot path).
+            source = storage.open_input(path) if not isinstance(storage, LocalBackend) else None
+            parquet = pq.ParquetFile(source if source is not None else local_path(path))
         except FileNotFoundError:
             raise CorruptMetadataError(
                 f"data file {path} is listed in the table's manifests but missing from storage", path
             ) from None
+        try:
+            yield parquet
+        finally:
+            parquet.close()
+            if source is not None:
+                source.close()
 
     def _conform(self, data: pa.Table, plan: list[tuple[str | None, pa.Field]]) -> pa.Table:
         columns = []
@@ -85,17 +96,17 @@ class TableRead:
     def read_file(self, split: DataSplit, file: DataFileMeta) -> pa.Table:
         plan = self._column_plan(file)
         present = [name for name, _ in plan if name is not None]
-        parquet = self._open(self._file_path(split, file))
-        data = parquet.read(columns=present, use_threads=True)
+        with self._open(self._file_path(split, file)) as parquet:
+            data = parquet.read(columns=present, use_threads=True)
         return self._conform(data, plan)
 
     def iter_file_batches(self, split: DataSplit, file: DataFileMeta) -> Iterator[pa.RecordBatch]:
         plan = self._column_plan(file)
         present = [name for name, _ in plan if name is not None]
-        parquet = self._open(self._file_path(split, file))
-        for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, columns=present):
-            table = self._conform(pa.Table.from_batches([batch]), plan)
-            yield from table.to_batches()
+        with self._open(self._file_path(split, file)) as parquet:
+            for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, columns=present):
+                table = self._conform(pa.Table.from_batches([batch]), plan)
+                yield from table.to_batches()
 
     def to_arrow(self, splits: Sequence[DataSplit]) -> pa.Table:
         work = [(s, f) for s in splits for f in s.files]

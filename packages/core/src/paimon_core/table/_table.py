@@ -11,7 +11,7 @@ import pyarrow as pa
 from paimon_core import options as opts
 from paimon_core.binary_row import deserialize_row
 from paimon_core.errors import ConfigError, TableNotFoundError
-from paimon_core.manifest import ManifestEntry
+from paimon_core.manifest import ManifestContext, ManifestEntry
 from paimon_core.options import Options
 from paimon_core.partition import partition_path
 from paimon_core.predicate import FilterLike, parse_filter
@@ -27,9 +27,6 @@ from paimon_core.types import DataType, to_arrow_schema
 
 if TYPE_CHECKING:
     import pandas as pd
-
-_CODECS = {"zstd": "zstandard", "snappy": "snappy", "deflate": "deflate", "null": "null", "none": "null"}
-
 
 class Table:
     """An append table (``bucket = -1`` or fixed buckets), bound to one schema version.
@@ -94,12 +91,12 @@ class Table:
         by_name = {f.name: f.type for f in self.schema.fields}
         return [by_name[k] for k in self.bucket_keys]
 
-    @property
-    def manifest_codec(self) -> str:
-        return _CODECS[self.options.get_option(opts.MANIFEST_COMPRESSION)]
+    @cached_property
+    def manifest_context(self) -> ManifestContext:
+        return ManifestContext.for_table(self.storage, self.path, self.partition_types, self.options)
 
     def manifest_path(self, name: str) -> str:
-        return join_path(self.path, "manifest", name)
+        return self.manifest_context.path(name)
 
     def partition_values(self, partition: bytes) -> dict[str, Any]:
         """Decode stored partition bytes into {key: value}."""

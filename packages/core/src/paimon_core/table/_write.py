@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import calendar
-import datetime as dt
 import logging
 import uuid
 from collections.abc import Iterator
@@ -17,7 +15,7 @@ import pyarrow.parquet as pq
 from paimon_core import options as opts
 from paimon_core.binary_row import EMPTY_ROW, serialize_row
 from paimon_core.bucket import assign_buckets
-from paimon_core.manifest import DataFileMeta, SimpleStats
+from paimon_core.manifest import DataFileMeta, SimpleStats, local_wall_clock_millis
 from paimon_core.partition import partition_path
 from paimon_core.stats import StatsCollector
 from paimon_core.storage import join_path
@@ -31,12 +29,6 @@ logger = logging.getLogger(__name__)
 
 _ROW_GROUP_BYTES = 64 << 20  # flush a writer's buffer as one row group at this size
 _FILE_SOURCE_APPEND = 0
-
-
-def local_wall_clock_millis() -> int:
-    """Now as local wall-clock time encoded as if it were UTC (Java ``LocalDateTime.now()``)."""
-    now = dt.datetime.now()
-    return calendar.timegm(now.timetuple()) * 1000 + now.microsecond // 1000
 
 
 def storage_arrow_type(arrow_type: pa.DataType) -> pa.DataType:
@@ -111,7 +103,7 @@ class _BucketWriter:
                 self._close_file()
 
     def _write_chunk(self, open_file: _OpenFile, chunk: pa.Table) -> None:
-        file_schema = open_file.writer.schema_arrow
+        file_schema = open_file.writer.schema
         if not chunk.schema.equals(file_schema, check_metadata=False):
             chunk = chunk.cast(file_schema)
         open_file.writer.write_table(chunk, row_group_size=max(chunk.num_rows, 1))
@@ -140,6 +132,7 @@ class _BucketWriter:
             list(table.schema.fields),
             table.options.get_option(opts.STATS_MODE),
             _per_field_stats_modes(table.options),
+            table.options.get_option(opts.STATS_DENSE_STORE),
         )
         self._file = _OpenFile(name, path, stream, writer, stats, self.next_seq)
         return self._file
@@ -168,7 +161,7 @@ class _BucketWriter:
                 max_sequence_number=open_file.min_seq + open_file.rows - 1,
                 schema_id=self.table.schema.id,
                 level=0,
-                extra_files=[],
+                extra_files=(),
                 creation_time=local_wall_clock_millis(),
                 delete_row_count=0,
                 embedded_index=None,
@@ -251,12 +244,12 @@ class TableWrite:
         if not keys and buckets is None:
             yield ((), 0), batch
             return
-        group_table = pa.table({f"k{i}": batch.column(k) for i, k in enumerate(keys)})
-        group_cols = list(group_table.column_names)
+        columns: dict[str, pa.Array] = {f"k{i}": batch.column(k) for i, k in enumerate(keys)}
         if buckets is not None:
-            group_table = group_table.append_column("bucket", buckets)
-            group_cols.append("bucket")
-        group_table = group_table.append_column("row", pa.array(np.arange(batch.num_rows, dtype=np.int64)))
+            columns["bucket"] = buckets
+        group_cols = list(columns)
+        columns["row"] = pa.array(np.arange(batch.num_rows, dtype=np.int64))
+        group_table = pa.table(columns)
         grouped = group_table.group_by(group_cols, use_threads=False).aggregate([("row", "list")])
         rows = grouped.column("row_list")
         partition_columns = [grouped.column(f"k{i}") for i in range(len(keys))]
