@@ -59,11 +59,14 @@ __all__ = [
     "EMPTY_ROW",
     "RowCodec",
     "codec_for",
+    "date_days",
     "decimal_unscaled",
     "deserialize_row",
+    "null_bits_size",
     "row_bytes",
     "serialize_row",
     "serialize_single",
+    "time_millis",
     "timestamp_parts",
 ]
 
