@@ -141,9 +141,12 @@ def test_memory_store_is_shared_by_instances_and_copies_data(memory_root: str) -
     assert MemoryBackend().read_bytes(join_path(memory_root, "k")) == b"abc"
 
 
-def test_memory_has_no_directories(memory_root: str) -> None:
+def test_memory_directories_are_markers_or_prefixes(memory_root: str) -> None:
     memory = MemoryBackend()
-    memory.mkdirs(join_path(memory_root, "empty"))
+    memory.mkdirs(join_path(memory_root, "empty"))  # a marker, as S3A leaves: empty databases stay visible
+    assert memory.exists(join_path(memory_root, "empty"))
+    assert [(i.name, i.is_dir) for i in memory.list_dir(memory_root)] == [("empty", True)]
+    memory.delete_dir(join_path(memory_root, "empty"))
     assert not memory.exists(join_path(memory_root, "empty"))
     memory.write_bytes(join_path(memory_root, "d", "x"), b"x")
     memory.delete(join_path(memory_root, "d"))  # not an object: nothing to delete
