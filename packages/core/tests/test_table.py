@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import os
 from pathlib import Path
@@ -134,7 +135,7 @@ def test_fixed_buckets_keep_keys_together(data: Any, catalog: Catalog) -> None:
         per_bucket.setdefault(e.bucket, []).append((e.file.min_sequence_number, e.file.max_sequence_number))
     for ranges in per_bucket.values():
         ranges.sort()
-        assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:]))
+        assert all(a[1] < b[0] for a, b in itertools.pairwise(ranges))
 
 
 def test_rolling_files_at_target_size(data: Any, catalog: Catalog) -> None:

@@ -24,7 +24,16 @@ from paimon_core.errors import (
 )
 from paimon_core.predicate import Predicate
 from paimon_core.snapshot import Snapshot
-from paimon_core.table import CommitMessage, DataSplit, Table, TableCommit, TableRead, TableScan, TableWrite, open_table
+from paimon_core.table import (
+    CommitMessage,
+    DataSplit,
+    Table,
+    TableCommit,
+    TableRead,
+    TableScan,
+    TableWrite,
+    open_table,
+)
 
 __all__ = [
     "Catalog",

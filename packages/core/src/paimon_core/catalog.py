@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -140,7 +140,9 @@ class Catalog:
         table_options = Options.of(options)
         table_options.validate()
         if primary_keys:
-            raise ConfigError("primary-key tables are not supported yet; create an append table", "primary-key")
+            raise ConfigError(
+                "primary-key tables are not supported yet; create an append table", "primary-key"
+            )
         fields, highest = fields_from_arrow_schema(schema)
         names = [f.name for f in fields]
         _check_keys("partition key", partition_keys, names)

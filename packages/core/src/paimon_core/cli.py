@@ -84,7 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="paimon", description="Inspect and maintain Apache Paimon tables.")
     commands = parser.add_subparsers(dest="command", required=True)
     info = commands.add_parser("info", help="schema, options, snapshots, file count and sizes of a table")
-    info.add_argument("table_uri", help="the table directory, e.g. /warehouse/db.db/t or s3://bucket/wh/db.db/t")
+    info.add_argument(
+        "table_uri", help="the table directory, e.g. /warehouse/db.db/t or s3://bucket/wh/db.db/t"
+    )
     info.add_argument("--json", action="store_true", help="print JSON instead of text")
     info.add_argument("--snapshots", type=int, default=20, help="how many recent snapshots to list")
     args = parser.parse_args(argv)

@@ -131,174 +131,368 @@ def _declare(option: Option[T]) -> Option[T]:
 MB = 1 << 20
 
 # --- bucketing ---
-BUCKET: Option[int] = _declare(Option(
-    "bucket", int, -1, "Buckets per partition: -1 = unaware-bucket append table, N > 0 = fixed buckets.",
-    check=lambda v: v == -1 or v > 0, check_doc="must be -1 or a positive number", immutable=True))
-BUCKET_KEY: Option[str | None] = _declare(Option(
-    "bucket-key", _optional(_str), None, "Comma-separated columns hashed to pick a row's bucket.",
-    immutable=True))
-BUCKET_APPEND_ORDERED: Option[bool] = _declare(Option(
-    "bucket-append-ordered", parse_bool, True, "Keep the write order of rows within a bucket."))
-BUCKET_FUNCTION_TYPE: Option[str] = _declare(Option(
-    "bucket-function.type", _choice("default"), "default", "Bucket hash function (only 'default').",
-    immutable=True))
+BUCKET: Option[int] = _declare(
+    Option(
+        "bucket",
+        int,
+        -1,
+        "Buckets per partition: -1 = unaware-bucket append table, N > 0 = fixed buckets.",
+        check=lambda v: v == -1 or v > 0,
+        check_doc="must be -1 or a positive number",
+        immutable=True,
+    )
+)
+BUCKET_KEY: Option[str | None] = _declare(
+    Option(
+        "bucket-key",
+        _optional(_str),
+        None,
+        "Comma-separated columns hashed to pick a row's bucket.",
+        immutable=True,
+    )
+)
+BUCKET_APPEND_ORDERED: Option[bool] = _declare(
+    Option("bucket-append-ordered", parse_bool, True, "Keep the write order of rows within a bucket.")
+)
+BUCKET_FUNCTION_TYPE: Option[str] = _declare(
+    Option(
+        "bucket-function.type",
+        _choice("default"),
+        "default",
+        "Bucket hash function (only 'default').",
+        immutable=True,
+    )
+)
 
 # --- files ---
-FILE_FORMAT: Option[str] = _declare(Option(
-    "file.format", _choice("parquet"), "parquet", "Data file format (this implementation writes Parquet)."))
-FILE_COMPRESSION: Option[str] = _declare(Option(
-    "file.compression", _choice("zstd", "snappy", "gzip", "lz4", "brotli", "none", "uncompressed"), "zstd",
-    "Data file compression codec."))
-FILE_COMPRESSION_ZSTD_LEVEL: Option[int] = _declare(Option(
-    "file.compression.zstd-level", int, 1, "Zstandard level for data and manifest files."))
+FILE_FORMAT: Option[str] = _declare(
+    Option(
+        "file.format", _choice("parquet"), "parquet", "Data file format (this implementation writes Parquet)."
+    )
+)
+FILE_COMPRESSION: Option[str] = _declare(
+    Option(
+        "file.compression",
+        _choice("zstd", "snappy", "gzip", "lz4", "brotli", "none", "uncompressed"),
+        "zstd",
+        "Data file compression codec.",
+    )
+)
+FILE_COMPRESSION_ZSTD_LEVEL: Option[int] = _declare(
+    Option("file.compression.zstd-level", int, 1, "Zstandard level for data and manifest files.")
+)
 DATA_FILE_PREFIX: Option[str] = _declare(Option("data-file.prefix", _str, "data-", "Data file name prefix."))
-CHANGELOG_FILE_PREFIX: Option[str] = _declare(Option(
-    "changelog-file.prefix", _str, "changelog-", "Changelog file name prefix."))
-FILE_SUFFIX_INCLUDE_COMPRESSION: Option[bool] = _declare(Option(
-    "file.suffix.include.compression", parse_bool, False, "Put the codec in data file names."))
-TARGET_FILE_SIZE: Option[int | None] = _declare(Option(
-    "target-file-size", _optional(parse_memory_size), None,
-    "Roll data files at this encoded size (append tables: 256 mb).", check=_positive))
-STATS_MODE: Option[str] = _declare(Option(
-    "metadata.stats-mode", _str, "truncate(16)", "Value stats: none, counts, truncate(N) or full.",
-    check=lambda v: v in ("none", "counts", "full") or re.fullmatch(r"truncate\(\d+\)", v) is not None,
-    check_doc="expected none, counts, full or truncate(N)"))
-STATS_DENSE_STORE: Option[bool] = _declare(Option(
-    "metadata.stats-dense-store", parse_bool, True, "Drop columns without stats from value stats."))
-FILE_INDEX_IN_MANIFEST_THRESHOLD: Option[int] = _declare(Option(
-    "file-index.in-manifest-threshold", parse_memory_size, 500, "Inline file indexes up to this size."))
+CHANGELOG_FILE_PREFIX: Option[str] = _declare(
+    Option("changelog-file.prefix", _str, "changelog-", "Changelog file name prefix.")
+)
+FILE_SUFFIX_INCLUDE_COMPRESSION: Option[bool] = _declare(
+    Option("file.suffix.include.compression", parse_bool, False, "Put the codec in data file names.")
+)
+TARGET_FILE_SIZE: Option[int | None] = _declare(
+    Option(
+        "target-file-size",
+        _optional(parse_memory_size),
+        None,
+        "Roll data files at this encoded size (append tables: 256 mb).",
+        check=lambda v: v is None or v > 0,
+    )
+)
+STATS_MODE: Option[str] = _declare(
+    Option(
+        "metadata.stats-mode",
+        _str,
+        "truncate(16)",
+        "Value stats: none, counts, truncate(N) or full.",
+        check=lambda v: v in ("none", "counts", "full") or re.fullmatch(r"truncate\(\d+\)", v) is not None,
+        check_doc="expected none, counts, full or truncate(N)",
+    )
+)
+STATS_DENSE_STORE: Option[bool] = _declare(
+    Option("metadata.stats-dense-store", parse_bool, True, "Drop columns without stats from value stats.")
+)
+FILE_INDEX_IN_MANIFEST_THRESHOLD: Option[int] = _declare(
+    Option("file-index.in-manifest-threshold", parse_memory_size, 500, "Inline file indexes up to this size.")
+)
 
 # --- write ---
-WRITE_ONLY: Option[bool] = _declare(Option(
-    "write-only", parse_bool, False, "No compaction or snapshot expiration in writers.",
-    fallback_keys=("write.compaction-skip",)))
-WRITE_BUFFER_SIZE: Option[int] = _declare(Option(
-    "write-buffer-size", parse_memory_size, 256 * MB, "Memory a writer buffers before flushing.",
-    check=_positive))
-WRITE_BUFFER_SPILLABLE: Option[bool] = _declare(Option(
-    "write-buffer-spillable", parse_bool, True, "Spill the write buffer to disk when full."))
-WRITE_BUFFER_FOR_APPEND: Option[bool] = _declare(Option(
-    "write-buffer-for-append", parse_bool, False, "Buffer append-table writes in memory."))
+WRITE_ONLY: Option[bool] = _declare(
+    Option(
+        "write-only",
+        parse_bool,
+        False,
+        "No compaction or snapshot expiration in writers.",
+        fallback_keys=("write.compaction-skip",),
+    )
+)
+WRITE_BUFFER_SIZE: Option[int] = _declare(
+    Option(
+        "write-buffer-size",
+        parse_memory_size,
+        256 * MB,
+        "Memory a writer buffers before flushing.",
+        check=_positive,
+    )
+)
+WRITE_BUFFER_SPILLABLE: Option[bool] = _declare(
+    Option("write-buffer-spillable", parse_bool, True, "Spill the write buffer to disk when full.")
+)
+WRITE_BUFFER_FOR_APPEND: Option[bool] = _declare(
+    Option("write-buffer-for-append", parse_bool, False, "Buffer append-table writes in memory.")
+)
 PAGE_SIZE: Option[int] = _declare(Option("page-size", parse_memory_size, 64 << 10, "Data page size."))
 
 # --- compaction ---
-COMPACTION_MIN_FILE_NUM: Option[int] = _declare(Option(
-    "compaction.min.file-num", int, 5, "Minimum small files to compact together.", check=_positive))
-COMPACTION_SMALL_FILE_RATIO: Option[float] = _declare(Option(
-    "compaction.small-file-ratio", float, 0.7, "A file below target-file-size x ratio is small.",
-    check=lambda v: 0 < v <= 1, check_doc="must be in (0, 1]"))
-COMPACTION_FILE_NUM_LIMIT: Option[int] = _declare(Option(
-    "compaction.file-num-limit", int, 100_000, "Files considered per compaction run.", check=_positive))
-COMPACTION_DELETE_RATIO_THRESHOLD: Option[float] = _declare(Option(
-    "compaction.delete-ratio-threshold", float, 0.2, "Deleted-row ratio that makes a file a candidate."))
-COMPACTION_FORCE_REWRITE_ALL_FILES: Option[bool] = _declare(Option(
-    "compaction.force-rewrite-all-files", parse_bool, False, "Rewrite every file in a full compaction."))
-PRECOMMIT_COMPACT: Option[bool] = _declare(Option(
-    "precommit-compact", parse_bool, False, "Merge one commit's small files before committing them."))
+COMPACTION_MIN_FILE_NUM: Option[int] = _declare(
+    Option("compaction.min.file-num", int, 5, "Minimum small files to compact together.", check=_positive)
+)
+COMPACTION_SMALL_FILE_RATIO: Option[float] = _declare(
+    Option(
+        "compaction.small-file-ratio",
+        float,
+        0.7,
+        "A file below target-file-size x ratio is small.",
+        check=lambda v: 0 < v <= 1,
+        check_doc="must be in (0, 1]",
+    )
+)
+COMPACTION_FILE_NUM_LIMIT: Option[int] = _declare(
+    Option("compaction.file-num-limit", int, 100_000, "Files considered per compaction run.", check=_positive)
+)
+COMPACTION_DELETE_RATIO_THRESHOLD: Option[float] = _declare(
+    Option(
+        "compaction.delete-ratio-threshold", float, 0.2, "Deleted-row ratio that makes a file a candidate."
+    )
+)
+COMPACTION_FORCE_REWRITE_ALL_FILES: Option[bool] = _declare(
+    Option(
+        "compaction.force-rewrite-all-files", parse_bool, False, "Rewrite every file in a full compaction."
+    )
+)
+PRECOMMIT_COMPACT: Option[bool] = _declare(
+    Option("precommit-compact", parse_bool, False, "Merge one commit's small files before committing them.")
+)
 
 # --- manifests ---
-MANIFEST_FORMAT: Option[str] = _declare(Option(
-    "manifest.format", _choice("avro"), "avro", "Manifest file format (always Avro)."))
-MANIFEST_COMPRESSION: Option[str] = _declare(Option(
-    "manifest.compression", _choice("zstd", "snappy", "deflate", "null", "none"), "zstd",
-    "Avro codec of manifest files."))
-MANIFEST_TARGET_FILE_SIZE: Option[int] = _declare(Option(
-    "manifest.target-file-size", parse_memory_size, 8 * MB, "Roll manifest files at this size.",
-    check=_positive))
-MANIFEST_MERGE_MIN_COUNT: Option[int] = _declare(Option(
-    "manifest.merge-min-count", int, 30, "Merge small manifests once there are this many.", check=_positive))
-MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE: Option[int] = _declare(Option(
-    "manifest.full-compaction-threshold-size", parse_memory_size, 16 * MB,
-    "Rewrite manifests with deletes once they add up to this size."))
+MANIFEST_FORMAT: Option[str] = _declare(
+    Option("manifest.format", _choice("avro"), "avro", "Manifest file format (always Avro).")
+)
+MANIFEST_COMPRESSION: Option[str] = _declare(
+    Option(
+        "manifest.compression",
+        _choice("zstd", "snappy", "deflate", "null", "none"),
+        "zstd",
+        "Avro codec of manifest files.",
+    )
+)
+MANIFEST_TARGET_FILE_SIZE: Option[int] = _declare(
+    Option(
+        "manifest.target-file-size",
+        parse_memory_size,
+        8 * MB,
+        "Roll manifest files at this size.",
+        check=_positive,
+    )
+)
+MANIFEST_MERGE_MIN_COUNT: Option[int] = _declare(
+    Option(
+        "manifest.merge-min-count",
+        int,
+        30,
+        "Merge small manifests once there are this many.",
+        check=_positive,
+    )
+)
+MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE: Option[int] = _declare(
+    Option(
+        "manifest.full-compaction-threshold-size",
+        parse_memory_size,
+        16 * MB,
+        "Rewrite manifests with deletes once they add up to this size.",
+    )
+)
 
 # --- commit ---
-COMMIT_MAX_RETRIES: Option[int] = _declare(Option(
-    "commit.max-retries", int, 10, "Attempts after the first before a commit gives up.",
-    check=lambda v: v >= 0, check_doc="must be >= 0"))
-COMMIT_TIMEOUT: Option[int | None] = _declare(Option(
-    "commit.timeout", _optional(parse_duration_ms), None, "Give up retrying after this long (ms)."))
-COMMIT_MIN_RETRY_WAIT: Option[int] = _declare(Option(
-    "commit.min-retry-wait", parse_duration_ms, 10, "First retry back-off (ms)."))
-COMMIT_MAX_RETRY_WAIT: Option[int] = _declare(Option(
-    "commit.max-retry-wait", parse_duration_ms, 10_000, "Longest retry back-off (ms)."))
-COMMIT_USER_PREFIX: Option[str | None] = _declare(Option(
-    "commit.user-prefix", _optional(_str), None, "Prefix of generated commit users."))
-COMMIT_FORCE_COMPACT: Option[bool] = _declare(Option(
-    "commit.force-compact", parse_bool, False, "Compact before every commit."))
-COMMIT_DISCARD_DUPLICATE_FILES: Option[bool] = _declare(Option(
-    "commit.discard-duplicate-files", parse_bool, False, "Drop appended files that are already live."))
-COMMIT_FORCE_CREATE_SNAPSHOT: Option[bool] = _declare(Option(
-    "commit.force-create-snapshot", parse_bool, False, "Create a snapshot even for an empty commit."))
-SNAPSHOT_IGNORE_EMPTY_COMMIT: Option[bool | None] = _declare(Option(
-    "snapshot.ignore-empty-commit", _optional(parse_bool), None, "Skip commits with no changes."))
+COMMIT_MAX_RETRIES: Option[int] = _declare(
+    Option(
+        "commit.max-retries",
+        int,
+        10,
+        "Attempts after the first before a commit gives up.",
+        check=lambda v: v >= 0,
+        check_doc="must be >= 0",
+    )
+)
+COMMIT_TIMEOUT: Option[int | None] = _declare(
+    Option("commit.timeout", _optional(parse_duration_ms), None, "Give up retrying after this long (ms).")
+)
+COMMIT_MIN_RETRY_WAIT: Option[int] = _declare(
+    Option("commit.min-retry-wait", parse_duration_ms, 10, "First retry back-off (ms).")
+)
+COMMIT_MAX_RETRY_WAIT: Option[int] = _declare(
+    Option("commit.max-retry-wait", parse_duration_ms, 10_000, "Longest retry back-off (ms).")
+)
+COMMIT_USER_PREFIX: Option[str | None] = _declare(
+    Option("commit.user-prefix", _optional(_str), None, "Prefix of generated commit users.")
+)
+COMMIT_FORCE_COMPACT: Option[bool] = _declare(
+    Option("commit.force-compact", parse_bool, False, "Compact before every commit.")
+)
+COMMIT_DISCARD_DUPLICATE_FILES: Option[bool] = _declare(
+    Option("commit.discard-duplicate-files", parse_bool, False, "Drop appended files that are already live.")
+)
+COMMIT_FORCE_CREATE_SNAPSHOT: Option[bool] = _declare(
+    Option("commit.force-create-snapshot", parse_bool, False, "Create a snapshot even for an empty commit.")
+)
+SNAPSHOT_IGNORE_EMPTY_COMMIT: Option[bool | None] = _declare(
+    Option("snapshot.ignore-empty-commit", _optional(parse_bool), None, "Skip commits with no changes.")
+)
 
 # --- expiration ---
-SNAPSHOT_NUM_RETAINED_MIN: Option[int] = _declare(Option(
-    "snapshot.num-retained.min", int, 10, "Snapshots always kept.", check=_positive))
-SNAPSHOT_NUM_RETAINED_MAX: Option[int] = _declare(Option(
-    "snapshot.num-retained.max", int, 2**31 - 1, "Snapshots kept at most.", check=_positive))
-SNAPSHOT_TIME_RETAINED: Option[int] = _declare(Option(
-    "snapshot.time-retained", parse_duration_ms, 3_600_000, "Keep snapshots younger than this (ms)."))
-SNAPSHOT_EXPIRE_LIMIT: Option[int] = _declare(Option(
-    "snapshot.expire.limit", int, 50, "Snapshots expired per run at most.", check=_positive))
-SNAPSHOT_CLEAN_EMPTY_DIRECTORIES: Option[bool] = _declare(Option(
-    "snapshot.clean-empty-directories", parse_bool, False, "Remove empty directories on expiration."))
+SNAPSHOT_NUM_RETAINED_MIN: Option[int] = _declare(
+    Option("snapshot.num-retained.min", int, 10, "Snapshots always kept.", check=_positive)
+)
+SNAPSHOT_NUM_RETAINED_MAX: Option[int] = _declare(
+    Option("snapshot.num-retained.max", int, 2**31 - 1, "Snapshots kept at most.", check=_positive)
+)
+SNAPSHOT_TIME_RETAINED: Option[int] = _declare(
+    Option("snapshot.time-retained", parse_duration_ms, 3_600_000, "Keep snapshots younger than this (ms).")
+)
+SNAPSHOT_EXPIRE_LIMIT: Option[int] = _declare(
+    Option("snapshot.expire.limit", int, 50, "Snapshots expired per run at most.", check=_positive)
+)
+SNAPSHOT_CLEAN_EMPTY_DIRECTORIES: Option[bool] = _declare(
+    Option("snapshot.clean-empty-directories", parse_bool, False, "Remove empty directories on expiration.")
+)
 
 # --- partitions ---
-PARTITION_DEFAULT_NAME: Option[str] = _declare(Option(
-    "partition.default-name", _str, "__DEFAULT_PARTITION__", "Directory name of null or blank values.",
-    immutable=True))
-PARTITION_LEGACY_NAME: Option[bool] = _declare(Option(
-    "partition.legacy-name", parse_bool, True, "Name partitions by Java toString of the internal value.",
-    immutable=True))
-DYNAMIC_PARTITION_OVERWRITE: Option[bool] = _declare(Option(
-    "dynamic-partition-overwrite", parse_bool, True, "Overwrite only the partitions present in the data."))
+PARTITION_DEFAULT_NAME: Option[str] = _declare(
+    Option(
+        "partition.default-name",
+        _str,
+        "__DEFAULT_PARTITION__",
+        "Directory name of null or blank values.",
+        immutable=True,
+    )
+)
+PARTITION_LEGACY_NAME: Option[bool] = _declare(
+    Option(
+        "partition.legacy-name",
+        parse_bool,
+        True,
+        "Name partitions by Java toString of the internal value.",
+        immutable=True,
+    )
+)
+DYNAMIC_PARTITION_OVERWRITE: Option[bool] = _declare(
+    Option(
+        "dynamic-partition-overwrite", parse_bool, True, "Overwrite only the partitions present in the data."
+    )
+)
 
 # --- reads ---
-SCAN_MODE: Option[str] = _declare(Option(
-    "scan.mode", _choice("default", "latest-full", "full", "latest", "latest-delta", "compacted-full",
-                         "from-timestamp", "from-snapshot", "from-snapshot-full", "from-file-creation-time",
-                         "from-creation-timestamp", "incremental"),
-    "default", "Where a scan starts."))
-SCAN_SNAPSHOT_ID: Option[int | None] = _declare(Option(
-    "scan.snapshot-id", _optional(int), None, "Snapshot a scan starts at."))
+SCAN_MODE: Option[str] = _declare(
+    Option(
+        "scan.mode",
+        _choice(
+            "default",
+            "latest-full",
+            "full",
+            "latest",
+            "latest-delta",
+            "compacted-full",
+            "from-timestamp",
+            "from-snapshot",
+            "from-snapshot-full",
+            "from-file-creation-time",
+            "from-creation-timestamp",
+            "incremental",
+        ),
+        "default",
+        "Where a scan starts.",
+    )
+)
+SCAN_SNAPSHOT_ID: Option[int | None] = _declare(
+    Option("scan.snapshot-id", _optional(int), None, "Snapshot a scan starts at.")
+)
 SCAN_TAG_NAME: Option[str | None] = _declare(Option("scan.tag-name", _optional(_str), None, "Tag to read."))
-SCAN_TIMESTAMP_MILLIS: Option[int | None] = _declare(Option(
-    "scan.timestamp-millis", _optional(int), None, "Read the snapshot current at this time."))
-SCAN_FILE_CREATION_TIME_MILLIS: Option[int | None] = _declare(Option(
-    "scan.file-creation-time-millis", _optional(int), None, "Read only files created at or after this."))
-SOURCE_SPLIT_TARGET_SIZE: Option[int] = _declare(Option(
-    "source.split.target-size", parse_memory_size, 128 * MB, "Bytes per split.", check=_positive))
-SOURCE_SPLIT_OPEN_FILE_COST: Option[int] = _declare(Option(
-    "source.split.open-file-cost", parse_memory_size, 4 * MB, "Bytes a file counts at least in a split."))
-CONTINUOUS_DISCOVERY_INTERVAL: Option[int] = _declare(Option(
-    "continuous.discovery-interval", parse_duration_ms, 10_000, "Streaming poll interval (ms)."))
-STREAMING_READ_APPEND_OVERWRITE: Option[bool] = _declare(Option(
-    "streaming-read-append-overwrite", parse_bool, False, "Streaming reads emit overwritten append data."))
+SCAN_TIMESTAMP_MILLIS: Option[int | None] = _declare(
+    Option("scan.timestamp-millis", _optional(int), None, "Read the snapshot current at this time.")
+)
+SCAN_FILE_CREATION_TIME_MILLIS: Option[int | None] = _declare(
+    Option(
+        "scan.file-creation-time-millis", _optional(int), None, "Read only files created at or after this."
+    )
+)
+SOURCE_SPLIT_TARGET_SIZE: Option[int] = _declare(
+    Option("source.split.target-size", parse_memory_size, 128 * MB, "Bytes per split.", check=_positive)
+)
+SOURCE_SPLIT_OPEN_FILE_COST: Option[int] = _declare(
+    Option(
+        "source.split.open-file-cost", parse_memory_size, 4 * MB, "Bytes a file counts at least in a split."
+    )
+)
+CONTINUOUS_DISCOVERY_INTERVAL: Option[int] = _declare(
+    Option("continuous.discovery-interval", parse_duration_ms, 10_000, "Streaming poll interval (ms).")
+)
+STREAMING_READ_APPEND_OVERWRITE: Option[bool] = _declare(
+    Option(
+        "streaming-read-append-overwrite", parse_bool, False, "Streaming reads emit overwritten append data."
+    )
+)
 
 # --- consumers and tags ---
-CONSUMER_ID: Option[str | None] = _declare(Option(
-    "consumer-id", _optional(_str), None, "Record streaming read progress under this id."))
-CONSUMER_EXPIRATION_TIME: Option[int | None] = _declare(Option(
-    "consumer.expiration-time", _optional(parse_duration_ms), None, "Expire idle consumers after this."))
-CONSUMER_MODE: Option[str] = _declare(Option(
-    "consumer.mode", _choice("exactly-once", "at-least-once"), "exactly-once", "Consumer progress mode."))
-CONSUMER_IGNORE_PROGRESS: Option[bool] = _declare(Option(
-    "consumer.ignore-progress", parse_bool, False, "Ignore recorded consumer progress."))
+CONSUMER_ID: Option[str | None] = _declare(
+    Option("consumer-id", _optional(_str), None, "Record streaming read progress under this id.")
+)
+CONSUMER_EXPIRATION_TIME: Option[int | None] = _declare(
+    Option(
+        "consumer.expiration-time", _optional(parse_duration_ms), None, "Expire idle consumers after this."
+    )
+)
+CONSUMER_MODE: Option[str] = _declare(
+    Option(
+        "consumer.mode", _choice("exactly-once", "at-least-once"), "exactly-once", "Consumer progress mode."
+    )
+)
+CONSUMER_IGNORE_PROGRESS: Option[bool] = _declare(
+    Option("consumer.ignore-progress", parse_bool, False, "Ignore recorded consumer progress.")
+)
 
 # --- table kind ---
-PRIMARY_KEY_NULLABLE: Option[bool] = _declare(Option(
-    "primary-key.nullable", parse_bool, False, "Allow nullable primary key columns."))
-DELETION_VECTORS_ENABLED: Option[bool] = _declare(Option(
-    "deletion-vectors.enabled", parse_bool, False, "Deletion vectors (not supported for writing here).",
-    check=lambda v: v is False, check_doc="deletion vectors are not supported by this implementation"))
-ROW_TRACKING_ENABLED: Option[bool] = _declare(Option(
-    "row-tracking.enabled", parse_bool, False, "Row tracking (not supported for writing here).",
-    check=lambda v: v is False, check_doc="row tracking is not supported by this implementation"))
-CHANGELOG_PRODUCER: Option[str] = _declare(Option(
-    "changelog-producer", _choice("none", "input", "lookup", "full-compaction"), "none",
-    "Changelog producer of primary-key tables."))
-PATH: Option[str | None] = _declare(Option("path", _optional(_str), None, "Table location (set by catalogs)."))
+PRIMARY_KEY_NULLABLE: Option[bool] = _declare(
+    Option("primary-key.nullable", parse_bool, False, "Allow nullable primary key columns.")
+)
+DELETION_VECTORS_ENABLED: Option[bool] = _declare(
+    Option(
+        "deletion-vectors.enabled",
+        parse_bool,
+        False,
+        "Deletion vectors (not supported for writing here).",
+        check=lambda v: v is False,
+        check_doc="deletion vectors are not supported by this implementation",
+    )
+)
+ROW_TRACKING_ENABLED: Option[bool] = _declare(
+    Option(
+        "row-tracking.enabled",
+        parse_bool,
+        False,
+        "Row tracking (not supported for writing here).",
+        check=lambda v: v is False,
+        check_doc="row tracking is not supported by this implementation",
+    )
+)
+CHANGELOG_PRODUCER: Option[str] = _declare(
+    Option(
+        "changelog-producer",
+        _choice("none", "input", "lookup", "full-compaction"),
+        "none",
+        "Changelog producer of primary-key tables.",
+    )
+)
+PATH: Option[str | None] = _declare(
+    Option("path", _optional(_str), None, "Table location (set by catalogs).")
+)
 
 # Keys whose names embed a column or another variable part (Java "fields.<name>.<key>").
 _PATTERN_KEYS = (
@@ -373,4 +567,6 @@ def check_immutable_changes(old: Options, new: Options) -> None:
     """Raise :class:`ConfigError` when ``new`` changes an immutable option of ``old``."""
     for option in all_options():
         if option.immutable and old.get(option.key) != new.get(option.key):
-            raise ConfigError(f"option {option.key!r} cannot be changed after the table is created", option.key)
+            raise ConfigError(
+                f"option {option.key!r} cannot be changed after the table is created", option.key
+            )

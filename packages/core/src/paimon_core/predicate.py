@@ -10,7 +10,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -150,7 +150,10 @@ class Predicate:
 
     @staticmethod
     def _leaf_may_match(
-        leaf: Leaf, values: Mapping[str, Any], stats: Mapping[str, tuple[Any, Any, int | None]], row_count: int
+        leaf: Leaf,
+        values: Mapping[str, Any],
+        stats: Mapping[str, tuple[Any, Any, int | None]],
+        row_count: int,
     ) -> bool:
         if leaf.column in values:
             return leaf.test_value(values[leaf.column])
@@ -160,7 +163,7 @@ class Predicate:
         return True
 
 
-FilterLike = Union[Predicate, pc.Expression, Sequence[Any], None]
+FilterLike: TypeAlias = "Predicate | pc.Expression | Sequence[Any] | None"
 
 
 def _parse_leaf(term: Sequence[Any]) -> Leaf:

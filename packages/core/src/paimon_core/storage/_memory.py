@@ -69,8 +69,10 @@ def _get(key: str) -> _Object:
 
 def _has_children(key: str) -> bool:
     prefix = _dir_prefix(key)
-    return key in _markers or any(k.startswith(prefix) for k in _store) or any(
-        m.startswith(prefix) for m in _markers
+    return (
+        key in _markers
+        or any(k.startswith(prefix) for k in _store)
+        or any(m.startswith(prefix) for m in _markers)
     )
 
 

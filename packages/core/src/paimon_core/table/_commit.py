@@ -143,7 +143,9 @@ class TableCommit:
         table = self.table
         new_entries = self._entries(messages, "new_files", FileKind.ADD)
         if dynamic is None:
-            dynamic = bool(table.partition_keys) and table.options.get_option(opts.DYNAMIC_PARTITION_OVERWRITE)
+            dynamic = bool(table.partition_keys) and table.options.get_option(
+                opts.DYNAMIC_PARTITION_OVERWRITE
+            )
         scope: OverwriteScope
         if partition is not None:
             scope = self._static_scope(partition)
@@ -194,11 +196,15 @@ class TableCommit:
 
     # --- building entries ------------------------------------------------------------------------------
 
-    def _entries(self, messages: Sequence[CommitMessage], attribute: str, kind: FileKind) -> list[ManifestEntry]:
+    def _entries(
+        self, messages: Sequence[CommitMessage], attribute: str, kind: FileKind
+    ) -> list[ManifestEntry]:
         entries = []
         for message in messages:
             for file in getattr(message, attribute):
-                entries.append(ManifestEntry(kind, message.partition, message.bucket, message.total_buckets, file))
+                entries.append(
+                    ManifestEntry(kind, message.partition, message.bucket, message.total_buckets, file)
+                )
         return entries
 
     def _force_create_snapshot(self, messages: Sequence[CommitMessage]) -> bool:
@@ -241,7 +247,9 @@ class TableCommit:
             if uncertain is not None:
                 landed = self._find_own_snapshot(first_latest + 1, latest_id, identifier, attempt.kind)
                 if landed is not None:
-                    logger.info("commit of %s found as snapshot %s after an unknown outcome", self.commit_user, landed)
+                    logger.info(
+                        "commit of %s found as snapshot %s after an unknown outcome", self.commit_user, landed
+                    )
                     return landed
             if attempt.check_conflicts and latest is not None:
                 self._check_conflicts(latest, attempt.entries)
@@ -261,7 +269,9 @@ class TableCommit:
                 uncertain = uncertain_now
             attempt_no += 1
             elapsed_ms = (time.monotonic() - start) * 1000
-            if attempt_no > self._max_retries or (self._timeout_ms is not None and elapsed_ms > self._timeout_ms):
+            if attempt_no > self._max_retries or (
+                self._timeout_ms is not None and elapsed_ms > self._timeout_ms
+            ):
                 if uncertain is not None:
                     latest_now = sm.latest_id() or 0
                     landed = self._find_own_snapshot(first_latest + 1, latest_now, identifier, attempt.kind)
@@ -357,8 +367,10 @@ class TableCommit:
         delta_metas = write_manifests(ctx, attempt.entries, self._new_name)
         delta_list = self._new_name("manifest-list")
         delta_size = write_manifest_list(storage, ctx.path(delta_list), delta_metas, ctx.codec, ctx.level)
-        delta_rows = sum(e.file.row_count if e.kind == FileKind.ADD else -e.file.row_count for e in attempt.entries)
-        schema_id = table.schema_manager.latest_id()
+        delta_rows = sum(
+            e.file.row_count if e.kind == FileKind.ADD else -e.file.row_count for e in attempt.entries
+        )
+        schema_id = table.schema_manager.latest_id() or 0
         same_schema = latest is not None and latest.schema_id == schema_id
         return Snapshot(
             id=(latest.id + 1) if latest else 1,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -133,4 +133,3 @@ def _expression_columns(expression: pc.Expression, names: Sequence[str]) -> set[
     # pyarrow has no public API to list an expression's fields; its text form names them.
     text = str(expression)
     return {name for name in names if name in text}
-

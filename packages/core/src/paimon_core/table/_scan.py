@@ -47,7 +47,11 @@ class DataSplit:
 
 
 def manifest_metas(table: Table, snapshot: Snapshot, delta_only: bool = False) -> list[ManifestFileMeta]:
-    metas = [] if delta_only else read_manifest_list(table.storage, table.manifest_path(snapshot.base_manifest_list))
+    metas = (
+        []
+        if delta_only
+        else read_manifest_list(table.storage, table.manifest_path(snapshot.base_manifest_list))
+    )
     metas += read_manifest_list(table.storage, table.manifest_path(snapshot.delta_manifest_list))
     return metas
 
@@ -71,7 +75,9 @@ def read_entries(
     return [e for chunk in chunks for e in chunk]
 
 
-def live_entries(table: Table, snapshot: Snapshot | None, predicate: Predicate | None = None) -> list[ManifestEntry]:
+def live_entries(
+    table: Table, snapshot: Snapshot | None, predicate: Predicate | None = None
+) -> list[ManifestEntry]:
     """The live ADD entries of ``snapshot`` (all of base + delta merged), pruned by partition."""
     if snapshot is None:
         return []
@@ -124,15 +130,19 @@ class TableScan:
         predicate: prunes partitions exactly and files by their value statistics.
     """
 
-    def __init__(self, table: Table, snapshot_id: int | None = None, predicate: Predicate | None = None) -> None:
+    def __init__(
+        self, table: Table, snapshot_id: int | None = None, predicate: Predicate | None = None
+    ) -> None:
         self.table = table
         self.predicate = predicate
         if predicate is not None:
             unknown = sorted(predicate.columns - set(table.field_names))
             if unknown:
                 raise SchemaError(f"filter refers to unknown columns: {', '.join(unknown)}")
-        self.snapshot = table.snapshot_manager.snapshot(snapshot_id) if snapshot_id is not None else (
-            table.snapshot_manager.latest()
+        self.snapshot = (
+            table.snapshot_manager.snapshot(snapshot_id)
+            if snapshot_id is not None
+            else (table.snapshot_manager.latest())
         )
 
     def files(self) -> list[ManifestEntry]:

@@ -28,6 +28,7 @@ from paimon_core.types import DataType, to_arrow_schema
 if TYPE_CHECKING:
     import pandas as pd
 
+
 class Table:
     """An append table (``bucket = -1`` or fixed buckets), bound to one schema version.
 
@@ -52,7 +53,8 @@ class Table:
         self.options = Options.of(schema.options).with_overrides(dynamic)
         if schema.primary_keys:
             raise ConfigError(
-                f"table {self.identifier} has a primary key; only append tables are supported so far", "primary-key"
+                f"table {self.identifier} has a primary key; only append tables are supported so far",
+                "primary-key",
             )
         self.schema_manager = SchemaManager(storage, self.path)
         self.snapshot_manager = SnapshotManager(storage, self.path)
@@ -103,7 +105,7 @@ class Table:
         values = self._partition_cache.get(partition)
         if values is None:
             decoded = deserialize_row(partition, self.partition_types) if self.partition_keys else []
-            values = dict(zip(self.partition_keys, decoded))
+            values = dict(zip(self.partition_keys, decoded, strict=True))
             self._partition_cache[partition] = values
         return values
 
@@ -192,9 +194,9 @@ class Table:
         _, expression = parse_filter(filter)
         return TableRead(self, columns, expression)
 
-    def _plan(self, columns: Sequence[str] | None, filter: FilterLike, snapshot_id: int | None) -> tuple[
-        TableRead, list[DataSplit]
-    ]:
+    def _plan(
+        self, columns: Sequence[str] | None, filter: FilterLike, snapshot_id: int | None
+    ) -> tuple[TableRead, list[DataSplit]]:
         predicate, expression = parse_filter(filter)
         read = TableRead(self, columns, expression)
         return read, TableScan(self, snapshot_id, predicate).plan()
@@ -223,7 +225,8 @@ class Table:
     def to_pandas(
         self, columns: Sequence[str] | None = None, filter: FilterLike = None, snapshot_id: int | None = None
     ) -> pd.DataFrame:
-        return self.to_arrow(columns, filter, snapshot_id).to_pandas()
+        frame: pd.DataFrame = self.to_arrow(columns, filter, snapshot_id).to_pandas()
+        return frame
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         return iter(self.to_batches())

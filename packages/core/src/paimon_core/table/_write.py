@@ -263,7 +263,9 @@ class TableWrite:
 
     def _writer_for(self, partition_values: tuple[Any, ...], bucket: int) -> _BucketWriter:
         table = self.table
-        partition = serialize_row(list(partition_values), table.partition_types) if partition_values else EMPTY_ROW
+        partition = (
+            serialize_row(list(partition_values), table.partition_types) if partition_values else EMPTY_ROW
+        )
         key = (partition, bucket)
         writer = self._writers.get(key)
         if writer is None:
@@ -317,9 +319,7 @@ class TableWrite:
         for (partition, bucket), writer in self._writers.items():
             files = writer.close()
             if files:
-                messages.append(
-                    CommitMessage(partition, bucket, self.table.bucket, new_files=tuple(files))
-                )
+                messages.append(CommitMessage(partition, bucket, self.table.bucket, new_files=tuple(files)))
         return messages
 
     def abort(self, messages: list[CommitMessage] | None = None) -> None:
