@@ -36,7 +36,9 @@ def orders(first_id: int, count: int, day: dt.date, rng: random.Random) -> pa.Ta
             "day": [day] * count,
             "customer": [rng.choice(["ada", "grace", "linus", "barbara"]) for _ in range(count)],
             "amount": [Decimal(rng.randint(100, 99_999)) / 100 for _ in range(count)],
-            "created_at": [dt.datetime.combine(day, dt.time(9)) + dt.timedelta(seconds=i) for i in range(count)],
+            "created_at": [
+                dt.datetime.combine(day, dt.time(9)) + dt.timedelta(seconds=i) for i in range(count)
+            ],
         },
         schema=SCHEMA,
     )
@@ -47,7 +49,9 @@ def main(warehouse: str) -> None:
     catalog = Catalog.open(warehouse)
     catalog.create_database("shop", exist_ok=True)
     catalog.drop_table("shop.orders", missing_ok=True)
-    table = catalog.create_table("shop.orders", SCHEMA, partition_keys=["day"], options={"file.compression": "zstd"})
+    table = catalog.create_table(
+        "shop.orders", SCHEMA, partition_keys=["day"], options={"file.compression": "zstd"}
+    )
     print(f"warehouse {warehouse}: created {table.identifier}")
 
     days = [dt.date(2024, 5, 1) + dt.timedelta(days=i) for i in range(3)]
@@ -79,7 +83,9 @@ def main(warehouse: str) -> None:
     before = table.to_arrow(snapshot_id=1)
     print(f"time travel to snapshot 1: {before.num_rows} rows")
     for s in table.snapshots():
-        print(f"  #{s.id} {s.commit_kind.value:<9} total={s.total_record_count} delta={s.delta_record_count:+}")
+        print(
+            f"  #{s.id} {s.commit_kind.value:<9} total={s.total_record_count} delta={s.delta_record_count:+}"
+        )
 
     expected = 1000 * 2 + 1000 + 200
     if full.num_rows != expected or before.num_rows != 1000:
