@@ -4,18 +4,24 @@ Every test writes with one implementation and reads with the other (or both), co
 sorted by ``id``: the Arrow schema each reader returns and every value. The expected rows come from a
 model kept by the test (appends add rows, overwrites replace partitions), never from either reader.
 
-Known representation differences, checked explicitly rather than ignored:
+Known representation differences, checked explicitly rather than ignored (``Column.pypaimon_type`` and
+``Column.ours_type``):
 
 * pypaimon reads ``BINARY(n)`` as ``pa.binary()`` (its ``PyarrowFieldParser.from_paimon_type`` maps
   BINARY/VARBINARY/BYTES alike), so a ``fixed_size_binary(n)`` column comes back variable-width.
-* pypaimon reads every ``TIME(p)`` as ``time32("ms")`` and maps every Arrow time type to ``TIME(0)``.
-* pypaimon reads ``TIMESTAMP_LTZ(p)`` with ``tz="UTC"``.
+* pypaimon maps every Arrow time type to ``TIME(0)`` and reads every ``TIME(p)`` as ``time32("ms")``;
+  it still stores milliseconds, which paimon_core reads back (TIME(p <= 3) is ``time32("ms")`` here).
+* paimon_core reads ``TIMESTAMP(0)`` as ``timestamp("ms")`` (Parquet has no seconds unit); pypaimon
+  returns ``timestamp("s")``. Both return ``TIMESTAMP_LTZ(p)`` with ``tz="UTC"``.
 
-pypaimon 2.1.0 names partition directories as Java does (``FileStorePathFactory._canonical_partition``:
-DATE as the day number, Hive escaping) and, when reading, recomputes every data file's path from the
-partition values in the manifest entry (``canonical_data_file_path`` in ``split_generator.py``), so a
-table whose directory names differ from Java's is unreadable by pypaimon. The byte checks below compare
-directory names, partition bytes and buckets file by file.
+Partition directories: pypaimon 2.1.0 names them as Java does (``FileStorePathFactory._canonical_partition``:
+DATE as the day number, Hive escaping; the "str() and no escaping" note of spec §1.3 does not hold for
+the 2.1.0 wheel). When reading, it recomputes each data file's path from the partition values of its
+manifest entry (``canonical_data_file_path``, called from ``read/scanner/split_generator.py``) rather
+than listing directories, so a table whose directory names differ from Java's is unreadable by pypaimon:
+writing DATE partitions as ``p_date=2024-01-01`` makes its read fail with ``FileNotFoundError`` on
+``p_date=19723/bucket-0/data-...parquet``. The byte checks at the
+end compare directory names, partition bytes and buckets file by file.
 """
 
 from __future__ import annotations
@@ -51,12 +57,14 @@ class Column:
         type: the Arrow type written.
         value: the value of row ``id`` when it is not null.
         pypaimon_type: the Arrow type pypaimon reads the column as, when it is not ``type``.
+        ours_type: the Arrow type paimon_core reads the column as, when it is not ``type``.
     """
 
     name: str
     type: pa.DataType
     value: Callable[[int], Any]
     pypaimon_type: pa.DataType | None = None
+    ours_type: pa.DataType | None = None
 
 
 def _pick(*values: Any) -> Callable[[int], Any]:
@@ -108,7 +116,13 @@ VALUE_COLUMNS: tuple[Column, ...] = (
         pa.time32("ms"),
         lambda i: dt.time(i % 24, (i * 7) % 60, (i * 13) % 60, (i * 37 % 1000) * 1000),
     ),
-    Column("c_ts0", pa.timestamp("s"), lambda i: _EPOCH + dt.timedelta(seconds=i * 86_399 - 3_000_000)),
+    # paimon_core reads TIMESTAMP(0) as milliseconds (Parquet has no seconds unit); pypaimon as seconds.
+    Column(
+        "c_ts0",
+        pa.timestamp("s"),
+        lambda i: _EPOCH + dt.timedelta(seconds=i * 86_399 - 3_000_000),
+        ours_type=pa.timestamp("ms"),
+    ),
     Column(
         "c_ts3", pa.timestamp("ms"), lambda i: _EPOCH + dt.timedelta(milliseconds=i * 123_456_789 - 10**10)
     ),
@@ -177,6 +191,11 @@ PYPAIMON_SCHEMA = pa.schema(
     [pa.field("id", pa.int64(), nullable=False)]
     + [pa.field(c.name, c.pypaimon_type or c.type) for c in (*PARTITION_COLUMNS, *VALUE_COLUMNS)]
 )
+# What paimon_core returns for SCHEMA, whether it or pypaimon created the table.
+OURS_SCHEMA = pa.schema(
+    [pa.field("id", pa.int64(), nullable=False)]
+    + [pa.field(c.name, c.ours_type or c.type) for c in (*PARTITION_COLUMNS, *VALUE_COLUMNS)]
+)
 
 
 def make_rows(ids: range, *, null_partitions: bool = True, **fixed: Any) -> pa.Table:
@@ -207,6 +226,11 @@ def empty_rows() -> pa.Table:
 def pypaimon_view(rows: pa.Table) -> pa.Table:
     """``rows`` as pypaimon returns them."""
     return rows.cast(PYPAIMON_SCHEMA)
+
+
+def ours_view(rows: pa.Table) -> pa.Table:
+    """``rows`` as paimon_core returns them."""
+    return rows.cast(OURS_SCHEMA)
 
 
 # --- the model of a table ----------------------------------------------------------------------------
@@ -432,21 +456,23 @@ def test_we_read_what_pypaimon_writes(ours: Any, pypaimon: Any, layout: str, buc
     assert [s.id for s in table.snapshots()] == list(history)
 
     latest = history[max(history)]
-    assert_same_table(table.to_arrow(), latest, "ours, latest")
+    assert_same_table(table.to_arrow(), ours_view(latest), "ours, latest")
     for snapshot_id, rows in history.items():
-        assert_same_table(table.to_arrow(snapshot_id=snapshot_id), rows, f"ours, snapshot {snapshot_id}")
+        actual = table.to_arrow(snapshot_id=snapshot_id)
+        assert_same_table(actual, ours_view(rows), f"ours, snapshot {snapshot_id}")
 
     column, value = filter_value(layout)
     actual = table.to_arrow(filter=[(column, "=", value)])
-    assert_same_table(actual, rows_where(latest, column, value), f"ours, {column} = {value!r}")
+    assert_same_table(actual, ours_view(rows_where(latest, column, value)), f"ours, {column} = {value!r}")
     projected = ["id", "c_map", "c_dec38", *LAYOUTS[layout]]
-    assert_same_table(table.to_arrow(columns=projected), latest.select(projected), "ours, projection")
+    actual = table.to_arrow(columns=projected)
+    assert_same_table(actual, ours_view(latest).select(projected), "ours, projection")
     if LAYOUTS[layout] and nulls:
         key = LAYOUTS[layout][0]
         actual = table.to_arrow(filter=[(key, "is null")], snapshot_id=2)
         expected = history[2].filter(pc.is_null(history[2].column(key)))
         assert expected.num_rows > 0
-        assert_same_table(actual, expected, f"ours, {key} is null at snapshot 2")
+        assert_same_table(actual, ours_view(expected), f"ours, {key} is null at snapshot 2")
 
 
 # --- 3. both writing one table ------------------------------------------------------------------------
@@ -487,7 +513,8 @@ def test_alternating_writers_share_a_table(ours: Any, pypaimon: Any, creator: st
     assert [s.id for s in table.snapshots()] == list(history)
     assert [s.commit_kind for s in table.snapshots()] == ["APPEND"] * 4 + ["OVERWRITE"] * 2
     for snapshot_id, rows in history.items():
-        assert_same_table(table.to_arrow(snapshot_id=snapshot_id), rows, f"ours, snapshot {snapshot_id}")
+        actual = table.to_arrow(snapshot_id=snapshot_id)
+        assert_same_table(actual, ours_view(rows), f"ours, snapshot {snapshot_id}")
         actual = pypaimon.read(TABLE, snapshot_id=snapshot_id)
         assert_same_table(actual, pypaimon_view(rows), f"pypaimon, snapshot {snapshot_id}")
 
