@@ -6,6 +6,7 @@ import datetime as dt
 import itertools
 import json
 import os
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -219,3 +220,19 @@ def test_engine_write_commit_api(data: Any, catalog: Catalog) -> None:
     assert table.new_commit("job-1").commit(messages, commit_identifier=1) == []
     assert table.to_arrow().num_rows == 20
     assert table.latest_snapshot().commit_user == "job-1"  # type: ignore[union-attr]
+
+
+def test_filter_literals_take_the_column_type(catalog: Catalog) -> None:
+    schema = pa.schema([pa.field("id", pa.int32()), pa.field("amount", pa.decimal128(10, 2))])
+    table = catalog.create_table("db.t", schema)
+    amounts = [Decimal("899.99"), Decimal("900.00"), Decimal("900.01"), None]
+    table.append(pa.table({"id": [1, 2, 3, 4], "amount": amounts}, schema=schema))
+    assert table.to_arrow(filter=[("amount", ">", 900)]).column("id").to_pylist() == [3]
+    assert table.to_arrow(filter=[("amount", "in", [900, Decimal("899.99")])]).column("id").to_pylist() == [
+        1,
+        2,
+    ]
+    with pytest.raises(SchemaError):
+        table.to_arrow(filter=[("id", "=", "one")])
+    with pytest.raises(SchemaError):
+        table.to_arrow(filter=[("nope", "=", 1)])

@@ -34,27 +34,30 @@ class Leaf:
     op: str
     value: Any = None
 
-    def to_expression(self) -> pc.Expression:
+    def to_expression(self, column_type: pa.DataType | None = None) -> pc.Expression:
         field = pc.field(self.column)
-        if self.op in ("=", "=="):
-            return field == self.value
-        if self.op == "!=":
-            return field != self.value
-        if self.op == "<":
-            return field < self.value
-        if self.op == "<=":
-            return field <= self.value
-        if self.op == ">":
-            return field > self.value
-        if self.op == ">=":
-            return field >= self.value
-        if self.op == "in":
-            return field.isin(list(self.value))
-        if self.op == "not in":
-            return ~field.isin(list(self.value))
         if self.op == "is null":
             return field.is_null()
-        return ~field.is_null()
+        if self.op == "is not null":
+            return ~field.is_null()
+        if self.op in _SET_OPS:
+            values = (
+                pa.array(list(self.value), type=column_type) if column_type is not None else list(self.value)
+            )
+            found = field.isin(values)
+            return found if self.op == "in" else ~found
+        value = pa.scalar(self.value, type=column_type) if column_type is not None else self.value
+        if self.op in ("=", "=="):
+            return field == value
+        if self.op == "!=":
+            return field != value
+        if self.op == "<":
+            return field < value
+        if self.op == "<=":
+            return field <= value
+        if self.op == ">":
+            return field > value
+        return field >= value
 
     def test_value(self, value: Any) -> bool:
         """Exact test of one value (partition pruning); SQL semantics: a comparison with null is false."""
@@ -110,12 +113,13 @@ class Predicate:
     def columns(self) -> frozenset[str]:
         return frozenset(leaf.column for clause in self.clauses for leaf in clause)
 
-    def to_expression(self) -> pc.Expression:
+    def to_expression(self, schema: pa.Schema | None = None) -> pc.Expression:
+        """The row filter; with ``schema``, literals are converted to their column's type first."""
         result: pc.Expression | None = None
         for clause in self.clauses:
             conj: pc.Expression | None = None
             for leaf in clause:
-                expr = leaf.to_expression()
+                expr = leaf.to_expression(_column_type(schema, leaf))
                 conj = expr if conj is None else conj & expr
             conj = pc.scalar(True) if conj is None else conj
             result = conj if result is None else result | conj
@@ -163,6 +167,22 @@ class Predicate:
         return True
 
 
+def _column_type(schema: pa.Schema | None, leaf: Leaf) -> pa.DataType | None:
+    if schema is None or leaf.column not in schema.names:
+        return None
+    column_type = schema.field(leaf.column).type
+    try:
+        if leaf.op in _SET_OPS:
+            pa.array(list(leaf.value), type=column_type)
+        elif leaf.op not in _NULL_OPS:
+            pa.scalar(leaf.value, type=column_type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError) as exc:
+        raise SchemaError(
+            f"filter value {leaf.value!r} does not fit column {leaf.column!r} ({column_type}): {exc}"
+        ) from None
+    return column_type
+
+
 FilterLike: TypeAlias = "Predicate | pc.Expression | Sequence[Any] | None"
 
 
@@ -179,12 +199,14 @@ def _parse_leaf(term: Sequence[Any]) -> Leaf:
     return Leaf(column, op, value)
 
 
-def parse_filter(filter: FilterLike) -> tuple[Predicate | None, pc.Expression | None]:
-    """Normalize a user filter into (prunable predicate, row expression)."""
+def parse_filter(
+    filter: FilterLike, schema: pa.Schema | None = None
+) -> tuple[Predicate | None, pc.Expression | None]:
+    """Normalize a user filter into (prunable predicate, row expression over ``schema``'s columns)."""
     if filter is None:
         return None, None
     if isinstance(filter, Predicate):
-        return filter, filter.to_expression()
+        return filter, filter.to_expression(schema)
     if isinstance(filter, pc.Expression):
         return None, filter
     terms = list(filter)
@@ -194,12 +216,4 @@ def parse_filter(filter: FilterLike) -> tuple[Predicate | None, pc.Expression | 
         predicate = Predicate(tuple(tuple(_parse_leaf(t) for t in clause) for clause in terms))
     else:
         predicate = Predicate((tuple(_parse_leaf(t) for t in terms),))
-    return predicate, predicate.to_expression()
-
-
-def check_filter_columns(predicate: Predicate | None, schema: pa.Schema) -> None:
-    if predicate is None:
-        return
-    unknown = sorted(predicate.columns - set(schema.names))
-    if unknown:
-        raise SchemaError(f"filter refers to unknown columns: {', '.join(unknown)}")
+    return predicate, predicate.to_expression(schema)

@@ -191,13 +191,13 @@ class Table:
         return TableScan(self, snapshot_id, predicate)
 
     def new_read(self, columns: Sequence[str] | None = None, filter: FilterLike = None) -> TableRead:
-        _, expression = parse_filter(filter)
+        _, expression = parse_filter(filter, self.arrow_schema)
         return TableRead(self, columns, expression)
 
     def _plan(
         self, columns: Sequence[str] | None, filter: FilterLike, snapshot_id: int | None
     ) -> tuple[TableRead, list[DataSplit]]:
-        predicate, expression = parse_filter(filter)
+        predicate, expression = parse_filter(filter, self.arrow_schema)
         read = TableRead(self, columns, expression)
         return read, TableScan(self, snapshot_id, predicate).plan()
 
