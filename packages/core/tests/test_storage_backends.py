@@ -206,3 +206,21 @@ def test_memory_output_stream_publishes_on_close(memory_root: str) -> None:
     assert not memory.exists(join_path(memory_root, "f"))
     out.close()
     assert memory.read_bytes(join_path(memory_root, "f")) == b"data"
+
+
+def test_local_fsync_modes_are_validated_and_chosen_by_option(tmp_path: Path) -> None:
+    from paimon_core.storage import get_backend
+    from paimon_core.storage._local import FSYNC_OPTION
+
+    with pytest.raises(ValueError):
+        LocalBackend("sometimes")
+    backend = get_backend(str(tmp_path), {FSYNC_OPTION: "all"})
+    assert isinstance(backend, LocalBackend) and backend.fsync == "all"
+    assert get_backend(str(tmp_path)).fsync == "commit"  # type: ignore[attr-defined]
+    for mode in ("all", "commit", "none"):  # every mode still creates exclusively and whole
+        local = LocalBackend(mode)
+        target = str(tmp_path / mode / "snapshot-1")
+        local.write_if_absent(target, b"x")
+        with pytest.raises(FileExistsError):
+            local.write_if_absent(target, b"y")
+        assert local.read_bytes(target) == b"x"

@@ -69,14 +69,19 @@ def _unlink_quietly(path: str) -> None:
         os.unlink(path)
 
 
-def _write_temp(target: str, data: bytes) -> str:
+FSYNC_OPTION = "storage.file.fsync"
+FSYNC_MODES = ("commit", "all", "none")
+
+
+def _write_temp(target: str, data: bytes, sync: bool) -> str:
     _make_parent(target)
     tmp = _temp_name(target)
     try:
         with open(tmp, "xb") as f:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                os.fsync(f.fileno())
     except BaseException:
         _unlink_quietly(tmp)
         raise
@@ -89,9 +94,10 @@ class _LocalOutputStream(io.BufferedWriter):
     Leaving a ``with`` block by an exception discards the temporary file instead.
     """
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, sync: bool) -> None:
         _make_parent(target)
         self._target = target
+        self._sync = sync
         self._tmp = _temp_name(target)
         super().__init__(io.FileIO(self._tmp, "xb"), buffer_size=_BUFFER_SIZE)
 
@@ -100,7 +106,8 @@ class _LocalOutputStream(io.BufferedWriter):
             return
         try:
             self.flush()
-            os.fsync(self.fileno())
+            if self._sync:
+                os.fsync(self.fileno())
         except BaseException:
             self.discard()
             raise
@@ -110,7 +117,8 @@ class _LocalOutputStream(io.BufferedWriter):
         except BaseException:
             _unlink_quietly(self._tmp)
             raise
-        _fsync_dir(os.path.dirname(self._target))
+        if self._sync:
+            _fsync_dir(os.path.dirname(self._target))
 
     def discard(self) -> None:
         """Close without publishing: the target is left as it was."""
@@ -134,7 +142,19 @@ class LocalBackend:
     """The local filesystem, for plain paths and ``file:`` URIs (see :class:`StorageBackend` for the contract).
 
     Listings return paths in the form they were asked about (plain or ``file://``).
+
+    Durability (option ``storage.file.fsync``): ``commit`` (default) fsyncs what ``write_if_absent``
+    publishes (snapshots: the commit point) and its directory; ``all`` also fsyncs every data and metadata
+    file and directory entry, so a committed snapshot survives power loss with everything it references;
+    ``none`` never fsyncs. A killed process never leaves a partial file visible in any mode.
     """
+
+    def __init__(self, fsync: str = "commit") -> None:
+        if fsync not in FSYNC_MODES:
+            raise ValueError(f"{FSYNC_OPTION} must be one of {', '.join(FSYNC_MODES)}, not {fsync!r}")
+        self.fsync = fsync
+        self._sync_all = fsync == "all"
+        self._sync_commit = fsync != "none"
 
     capabilities: frozenset[Capability] = frozenset(
         {
@@ -147,13 +167,13 @@ class LocalBackend:
     )
 
     def __repr__(self) -> str:
-        return "LocalBackend()"
+        return f"LocalBackend(fsync={self.fsync!r})"
 
     def open_input(self, path: str) -> BinaryIO:
         return open(local_path(path), "rb")  # the caller closes it
 
     def open_output(self, path: str) -> BinaryIO:
-        return _LocalOutputStream(local_path(path))
+        return _LocalOutputStream(local_path(path), self._sync_all)
 
     def read_bytes(self, path: str) -> bytes:
         with open(local_path(path), "rb") as f:
@@ -161,20 +181,24 @@ class LocalBackend:
 
     def write_bytes(self, path: str, data: bytes, overwrite: bool = False) -> None:
         if not overwrite:
-            self.write_if_absent(path, data)
+            self._create(path, data, self._sync_all)
             return
         target = local_path(path)
-        tmp = _write_temp(target, data)
+        tmp = _write_temp(target, data, self._sync_all)
         try:
             os.replace(tmp, target)
         except BaseException:
             _unlink_quietly(tmp)
             raise
-        _fsync_dir(os.path.dirname(target))
+        if self._sync_all:
+            _fsync_dir(os.path.dirname(target))
 
     def write_if_absent(self, path: str, data: bytes) -> None:
+        self._create(path, data, self._sync_commit)
+
+    def _create(self, path: str, data: bytes, sync: bool) -> None:
         target = local_path(path)
-        tmp = _write_temp(target, data)
+        tmp = _write_temp(target, data, sync)
         try:
             if os.name == "nt":
                 os.rename(tmp, target)  # refuses an existing target on Windows
@@ -184,7 +208,8 @@ class LocalBackend:
             raise FileExistsError(errno.EEXIST, "already exists", path) from None
         finally:
             _unlink_quietly(tmp)
-        _fsync_dir(os.path.dirname(target))
+        if sync:
+            _fsync_dir(os.path.dirname(target))
         logger.debug("created %s", path)
 
     def exists(self, path: str) -> bool:
@@ -269,7 +294,7 @@ def _info(path: str, st: os.stat_result) -> FileInfo:
 
 
 def _factory(uri: str, options: Mapping[str, str]) -> LocalBackend:
-    return LocalBackend()
+    return LocalBackend(options.get(FSYNC_OPTION, "commit"))
 
 
 SPEC = BackendSpec(

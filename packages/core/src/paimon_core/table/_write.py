@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -27,7 +28,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_ROW_GROUP_BYTES = 64 << 20  # flush a writer's buffer as one row group at this size
+_ROW_GROUP_BYTES = 64 << 20
+_STATS_POOL = ThreadPoolExecutor(
+    max_workers=2, thread_name_prefix="paimon-stats"
+)  # flush a writer's buffer as one row group at this size
 _FILE_SOURCE_APPEND = 0
 
 
@@ -106,8 +110,12 @@ class _BucketWriter:
         file_schema = open_file.writer.schema
         if not chunk.schema.equals(file_schema, check_metadata=False):
             chunk = chunk.cast(file_schema)
-        open_file.writer.write_table(chunk, row_group_size=max(chunk.num_rows, 1))
-        open_file.stats.update(chunk)
+        # Stats and encoding both run in Arrow's C++ with the GIL released: overlap them.
+        stats_done = _STATS_POOL.submit(open_file.stats.update, chunk)
+        try:
+            open_file.writer.write_table(chunk, row_group_size=max(chunk.num_rows, 1))
+        finally:
+            stats_done.result()
         open_file.rows += chunk.num_rows
 
     def _open(self) -> _OpenFile:
