@@ -1,0 +1,57 @@
+"""The ``paimon`` command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from paimon_core import Catalog
+from paimon_core.cli import main
+
+SCHEMA = pa.schema([pa.field("k", pa.string()), pa.field("v", pa.int64())])
+
+
+def _table(catalog: Catalog) -> str:
+    table = catalog.create_table("db.t", SCHEMA, partition_keys=["k"], options={"file.compression": "snappy"})
+    table.append(pa.table({"k": ["a", "b"], "v": [1, 2]}, schema=SCHEMA))
+    table.append(pa.table({"k": ["a"], "v": [3]}, schema=SCHEMA))
+    return table.path
+
+
+def test_info_text(catalog: Catalog, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _table(catalog)
+    assert main(["info", path]) == 0
+    out = capsys.readouterr().out
+    assert "file.compression = snappy" in out
+    assert "Files     3 files" in out and "3 rows, 2 partitions" in out
+    assert "APPEND" in out and "Partition keys  k" in out
+
+
+def test_info_json(catalog: Catalog, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _table(catalog)
+    assert main(["info", "--json", path]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert [f["name"] for f in info["fields"]] == ["k", "v"]
+    assert info["snapshot_count"] == 2 and [s["id"] for s in info["snapshots"]] == [1, 2]
+    assert info["files"]["count"] == 3 and info["files"]["rows"] == 3
+    sizes = [p.stat().st_size for p in Path(path).glob("k=*/bucket-0/*.parquet")]
+    assert info["files"]["total_bytes"] == sum(sizes)
+
+
+def test_info_on_missing_table_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info", str(tmp_path / "nope")]) == 1
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_console_script_runs(catalog: Catalog) -> None:
+    path = _table(catalog)
+    result = subprocess.run(
+        [sys.executable, "-m", "paimon_core.cli", "info", path], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Snapshots 2" in result.stdout
