@@ -12,6 +12,7 @@ Quick tour::
 
 from paimon_core._version import __version__
 from paimon_core.catalog import Catalog
+from paimon_core.consumer import Consumer, ConsumerManager
 from paimon_core.errors import (
     CommitConflictError,
     CommitError,
@@ -27,6 +28,8 @@ from paimon_core.snapshot import Snapshot
 from paimon_core.table import (
     CommitMessage,
     DataSplit,
+    StreamPosition,
+    StreamScan,
     Table,
     TableCommit,
     TableRead,
@@ -42,12 +45,16 @@ __all__ = [
     "CommitMessage",
     "CommitStateUnknownError",
     "ConfigError",
+    "Consumer",
+    "ConsumerManager",
     "CorruptMetadataError",
     "DataSplit",
     "PaimonError",
     "Predicate",
     "SchemaError",
     "Snapshot",
+    "StreamPosition",
+    "StreamScan",
     "Table",
     "TableCommit",
     "TableNotFoundError",

@@ -4,16 +4,28 @@ from paimon_core.table._commit import TableCommit
 from paimon_core.table._messages import CommitMessage
 from paimon_core.table._read import TableRead
 from paimon_core.table._scan import DataSplit, TableScan
+from paimon_core.table._stream import (
+    BatchScanStart,
+    StreamPosition,
+    StreamScan,
+    plan_batch,
+    resolve_batch_scan,
+)
 from paimon_core.table._table import Table, open_table
 from paimon_core.table._write import TableWrite
 
 __all__ = [
+    "BatchScanStart",
     "CommitMessage",
     "DataSplit",
+    "StreamPosition",
+    "StreamScan",
     "Table",
     "TableCommit",
     "TableRead",
     "TableScan",
     "TableWrite",
     "open_table",
+    "plan_batch",
+    "resolve_batch_scan",
 ]
