@@ -236,3 +236,39 @@ def test_filter_literals_take_the_column_type(catalog: Catalog) -> None:
         table.to_arrow(filter=[("id", "=", "one")])
     with pytest.raises(SchemaError):
         table.to_arrow(filter=[("nope", "=", 1)])
+
+
+def test_batch_reader_opens_files_lazily(
+    data: Any, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from paimon_core.table import TableRead
+
+    table = catalog.create_table("db.t", data.schema)
+    for start in range(0, 50, 10):
+        table.append(data.events(start, 10))
+    opened: list[str] = []
+    real_open = TableRead._open
+
+    def counting_open(self: TableRead, path: str) -> Any:
+        opened.append(path)
+        return real_open(self, path)
+
+    monkeypatch.setattr(TableRead, "_open", counting_open)
+    reader = table.to_batches()
+    first = reader.read_next_batch()
+    assert first.num_rows == 10 and len(opened) == 1  # one file open at a time: bounded memory
+    assert sum(b.num_rows for b in reader) == 40 and len(opened) == 5
+
+
+def test_writer_memory_stays_under_write_buffer_size(data: Any, catalog: Catalog) -> None:
+    table = catalog.create_table(
+        "db.t", data.schema, partition_keys=["dt"], options={"write-buffer-size": "256 kb"}
+    )
+    writer = table.new_write()
+    limit = 256 * 1024
+    for start in range(0, 60_000, 5_000):
+        writer.write(data.events(start, 5_000, days=7))
+        assert sum(w.buffered_bytes for w in writer._writers.values()) <= limit
+    messages = writer.prepare_commit()
+    table.new_commit().commit(messages)
+    assert table.to_arrow().num_rows == 60_000
