@@ -85,7 +85,7 @@ class _BucketWriter:
     def flush(self) -> None:
         if not self.buffered:
             return
-        data = pa.Table.from_batches(self.buffered).combine_chunks()
+        data = pa.Table.from_batches(self.buffered)  # chunked: the row group is written without a copy
         self.buffered, self.buffered_bytes = [], 0
         offset = 0
         while offset < data.num_rows:
