@@ -1,5 +1,80 @@
-"""paimon-spark: Apache Spark integration for paimon-core (not implemented yet)."""
+"""paimon-spark: Apache Paimon tables as a PySpark (4.2+) data source and sink, batch and streaming.
 
+Quick tour::
+
+    import paimon_spark
+    paimon_spark.register(spark)
+    df = spark.read.format("paimon").option("warehouse", "/tmp/wh").load("db.t")
+    df.write.format("paimon").option("warehouse", "/tmp/wh").mode("append").save("db.t")
+    paimon_spark.create_temp_view(spark, "t", "db.t", warehouse="/tmp/wh")
+    spark.sql("INSERT INTO t SELECT ...")
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from paimon_spark._options import SourceConfig, conf_dynamic_options
+from paimon_spark._source import SOURCE_NAME, PaimonDataSource, commit_user_for_query
+from paimon_spark._types import from_spark_schema, from_spark_type, to_spark_schema, to_spark_type
 from paimon_spark._version import __version__
 
-__all__ = ["__version__"]
+__all__ = [
+    "SOURCE_NAME",
+    "PaimonDataSource",
+    "SourceConfig",
+    "__version__",
+    "commit_user_for_query",
+    "conf_dynamic_options",
+    "create_temp_view",
+    "from_spark_schema",
+    "from_spark_type",
+    "register",
+    "to_spark_schema",
+    "to_spark_type",
+]
+
+_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+def register(spark: SparkSession) -> type[PaimonDataSource]:
+    """Register the ``paimon`` data source with ``spark``.
+
+    The session's ``paimon.*`` / ``spark.paimon.*`` conf (dynamic options) and its
+    ``spark.sql.python.filterPushdown.enabled`` flag are captured now, because the data source runs in
+    Python workers that cannot read the session: call ``register`` again after changing them.
+    """
+    conf: dict[str, str] = {str(k): str(v) for k, v in spark.conf.getAll.items()}
+    captured = {k: v for k, v in conf.items() if k.startswith(("paimon.", "spark.paimon."))}
+    pushdown = conf.get(_PUSHDOWN_CONF, "false").strip().lower() == "true"
+    # A class built here is pickled by value (it is not importable), so the captured values travel along.
+    source = type(
+        "PaimonDataSource",
+        (PaimonDataSource,),
+        {
+            "session_conf": captured,
+            "filter_pushdown": pushdown,
+            "__module__": __name__,
+            "__qualname__": "register.<locals>.PaimonDataSource",
+        },
+    )
+    spark.dataSource.register(source)
+    return source
+
+
+def create_temp_view(spark: SparkSession, view: str, table: str, **options: Any) -> None:
+    """``CREATE OR REPLACE TEMPORARY VIEW <view> USING paimon OPTIONS (table ..., ...)``.
+
+    The view serves SELECT, INSERT INTO and INSERT OVERWRITE; ``options`` are data source options
+    (``warehouse``, Paimon dynamic options, storage options).
+    """
+    pairs = {"table": table, **{k: str(v) for k, v in options.items()}}
+    rendered = ", ".join(f"`{k}` '{_quote(v)}'" for k, v in pairs.items())
+    quoted_view = "`" + view.replace("`", "``") + "`"
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {quoted_view} USING {SOURCE_NAME} OPTIONS ({rendered})")
+
+
+def _quote(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("'", "\\'")

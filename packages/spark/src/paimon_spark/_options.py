@@ -1,0 +1,168 @@
+"""From Spark data source options and session conf to a Paimon table handle.
+
+Options of ``spark.read.format("paimon")`` (keys are case-insensitive, as Spark passes them lower-cased):
+
+* ``path`` (the ``load()``/``save()`` argument) or ``table``: ``db.t`` (needs ``warehouse``) or a table
+  directory (``/wh/db.db/t``, ``s3://bucket/wh/db.db/t``);
+* ``warehouse``: the warehouse URI; ``catalog``: the catalog name used to match session conf (``paimon``);
+* ``partition-keys``: comma-separated, used when a write creates the table;
+* ``partitionoverwritemode``: ``static`` (default, the whole table) or ``dynamic`` (only partitions present
+  in the data) for ``mode("overwrite")``;
+* ``read.stream.maxfilespertrigger`` / ``read.stream.maxrowspertrigger``: per micro-batch limits;
+* every Paimon option (``scan.snapshot-id``, ``consumer-id``, ``bucket``...) is a dynamic option of the
+  table; any other key is a storage option (``s3.endpoint``...).
+
+Session conf ``spark.paimon.<key>`` / ``paimon.<key>`` sets a dynamic option for every table, and
+``paimon.<catalog>.<db>.<table>.<key>`` (each of the three may be ``*``) for matching tables; more specific
+entries win, and data source options win over conf.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from paimon_core import Catalog
+from paimon_core import options as opts
+from paimon_core.catalog import split_identifier
+from paimon_core.errors import ConfigError
+from paimon_core.table import Table, open_table
+
+__all__ = ["SourceConfig", "conf_dynamic_options", "is_paimon_option"]
+
+DEFAULT_CATALOG = "paimon"
+_CONF_PREFIXES = ("spark.paimon.", "paimon.")
+MAX_FILES_PER_TRIGGER = "read.stream.maxfilespertrigger"
+MAX_ROWS_PER_TRIGGER = "read.stream.maxrowspertrigger"
+_OWN_KEYS = frozenset(
+    {
+        "path",
+        "table",
+        "warehouse",
+        "catalog",
+        "partition-keys",
+        "partitionoverwritemode",
+        MAX_FILES_PER_TRIGGER,
+        MAX_ROWS_PER_TRIGGER,
+    }
+)
+
+
+def is_paimon_option(key: str) -> bool:
+    return opts.known_option(key) is not None or key.startswith("fields.")
+
+
+def conf_dynamic_options(conf: Mapping[str, str], catalog: str, database: str, table: str) -> dict[str, str]:
+    """Dynamic options for one table from session conf (see the module docstring)."""
+    ranked: list[tuple[int, str, str]] = []
+    wanted = (catalog, database, table)
+    for conf_key, value in conf.items():
+        prefix = next((p for p in _CONF_PREFIXES if conf_key.startswith(p)), None)
+        if prefix is None:
+            continue
+        rest = conf_key[len(prefix) :]
+        parts = rest.split(".", 3)
+        if len(parts) == 4 and is_paimon_option(parts[3]) and not is_paimon_option(rest):
+            if all(p == "*" or p == w for p, w in zip(parts[:3], wanted, strict=True)):
+                ranked.append((1 + sum(p != "*" for p in parts[:3]), parts[3], value))
+        elif is_paimon_option(rest):
+            ranked.append((0, rest, value))
+    ranked.sort(key=lambda item: item[0])
+    return {key: value for _, key, value in ranked}
+
+
+def _positive_int(options: Mapping[str, str], key: str) -> int | None:
+    raw = options.get(key)
+    if raw is None:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"option {key!r} must be a positive integer, got {raw!r}", key) from None
+    if value <= 0:
+        raise ConfigError(f"option {key!r} must be a positive integer, got {raw!r}", key)
+    return value
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    """Everything a reader or writer needs to open its table; picklable, so executors rebuild the handle."""
+
+    location: str
+    warehouse: str | None
+    catalog: str = DEFAULT_CATALOG
+    table_options: dict[str, str] = field(default_factory=dict)
+    storage_options: dict[str, str] = field(default_factory=dict)
+    partition_keys: tuple[str, ...] = ()
+    dynamic_overwrite: bool = False
+    max_files_per_trigger: int | None = None
+    max_rows_per_trigger: int | None = None
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str], session_conf: Mapping[str, str] | None = None) -> SourceConfig:
+        """Parse data source options (and the session conf captured at registration).
+
+        Raises:
+            ConfigError: no table given, an identifier without a warehouse, or a bad option value.
+        """
+        lowered = {str(k).lower(): str(v) for k, v in options.items()}
+        location = lowered.get("table") or lowered.get("path")
+        if not location:
+            raise ConfigError("name the table: .load('db.table') / option('table', ...) or a table path")
+        warehouse = lowered.get("warehouse")
+        is_path = "/" in location or "://" in location or "\\" in location
+        if not is_path and not warehouse:
+            raise ConfigError(f"table {location!r} is an identifier: set option('warehouse', ...)", "warehouse")
+        catalog = lowered.get("catalog", DEFAULT_CATALOG)
+        database, table = cls._names(location, is_path)
+        table_options = conf_dynamic_options(session_conf or {}, catalog, database, table)
+        storage_options: dict[str, str] = {}
+        for key, value in lowered.items():
+            if key in _OWN_KEYS:
+                continue
+            if is_paimon_option(key):
+                table_options[key] = value
+            else:
+                storage_options[key] = value
+        mode = lowered.get("partitionoverwritemode", "static").lower()
+        if mode not in ("static", "dynamic"):
+            raise ConfigError(f"partitionOverwriteMode must be static or dynamic, got {mode!r}", "mode")
+        keys = tuple(k.strip() for k in lowered.get("partition-keys", "").split(",") if k.strip())
+        return cls(
+            location=location,
+            warehouse=warehouse,
+            catalog=catalog,
+            table_options=table_options,
+            storage_options=storage_options,
+            partition_keys=keys,
+            dynamic_overwrite=mode == "dynamic",
+            max_files_per_trigger=_positive_int(lowered, MAX_FILES_PER_TRIGGER),
+            max_rows_per_trigger=_positive_int(lowered, MAX_ROWS_PER_TRIGGER),
+        )
+
+    @staticmethod
+    def _names(location: str, is_path: bool) -> tuple[str, str]:
+        if not is_path:
+            return split_identifier(location)
+        parts = location.rstrip("/").replace("\\", "/").split("/")
+        table = parts[-1]
+        database = parts[-2][:-3] if len(parts) > 1 and parts[-2].endswith(".db") else ""
+        return database, table
+
+    @property
+    def is_path(self) -> bool:
+        return "/" in self.location or "://" in self.location or "\\" in self.location
+
+    def catalog_handle(self) -> Catalog:
+        assert self.warehouse is not None
+        return Catalog.open(self.warehouse, **self.storage_options)
+
+    def open_table(self) -> Table:
+        """The table with its dynamic options applied.
+
+        Raises:
+            TableNotFoundError: no such table.
+        """
+        if self.is_path:
+            return open_table(self.location, self.storage_options, **self.table_options)
+        return self.catalog_handle().get_table(self.location, **self.table_options)

@@ -1,0 +1,374 @@
+"""The ``paimon`` Python data source: batch and streaming reads and writes, Arrow only.
+
+Spark runs every method in a different Python process: the data source and the readers' ``partitions`` on
+the driver side, ``read``/``write`` on executors, the writers' ``commit``/``abort`` on the driver again.
+Nothing is shared but what is pickled: each side re-opens the table from a :class:`SourceConfig`.
+
+Writes: each task writes Parquet files with a :class:`paimon_core.TableWrite` and returns picklable commit
+messages; the driver commits once. A failed task deletes its files; an aborted job deletes the files of
+its finished tasks (unless a commit of them is found, after an unknown commit outcome).
+
+Streaming: offsets are :class:`paimon_core.StreamPosition` dicts (snapshot id, full read or delta, files
+done). The sink commits with the streaming query id as commit user and the batch id as commit identifier,
+so a batch replayed after a crash is recognised and never committed twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
+    Filter,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxFiles,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from paimon_core.errors import SchemaError, TableNotFoundError
+from paimon_core.table import CommitMessage, DataSplit, StreamPosition, StreamScan, Table, plan_batch
+from paimon_core.table._convert import conform_batch
+from paimon_spark._filters import Term, to_terms
+from paimon_spark._options import SourceConfig
+from paimon_spark._types import from_spark_schema, to_spark_schema
+
+__all__ = ["PaimonDataSource"]
+
+logger = logging.getLogger(__name__)
+
+SOURCE_NAME = "paimon"
+
+
+# --- reading -------------------------------------------------------------------------------------------------
+
+
+class PaimonPartition(InputPartition):
+    """Splits read by one Spark task, with the filter terms to apply to their rows."""
+
+    def __init__(self, index: int, splits: Sequence[DataSplit], terms: Sequence[Term]) -> None:
+        super().__init__(index)
+        self.splits = tuple(splits)
+        self.terms = list(terms)
+
+
+def _partitions(splits: Sequence[DataSplit], terms: Sequence[Term]) -> list[PaimonPartition]:
+    return [PaimonPartition(i, (split,), terms) for i, split in enumerate(splits)]
+
+
+def _read_partition(config: SourceConfig, schema: StructType, partition: PaimonPartition) -> Iterator[pa.RecordBatch]:
+    if not partition.splits:
+        return
+    table = config.open_table()
+    read = table.new_read(columns=schema.fieldNames(), filter=partition.terms or None)
+    # Spark checks each batch against exactly this schema (nullability included).
+    target = to_arrow_schema(schema, timezone="UTC")
+    for batch in read.to_batches(partition.splits):
+        if batch.num_rows:
+            yield batch if batch.schema.equals(target) else batch.cast(target, safe=False)
+
+
+class PaimonBatchReader(DataSourceReader):
+    """Batch scan of one snapshot (``scan.*`` options resolve which), one Spark partition per split."""
+
+    def __init__(self, config: SourceConfig, schema: StructType) -> None:
+        self.config = config
+        self.schema = schema
+        self.terms: list[Term] = []
+
+    def partitions(self) -> Sequence[InputPartition]:
+        table = self.config.open_table()
+        splits = plan_batch(table, self.terms or None)
+        return _partitions(splits, self.terms) or [PaimonPartition(0, (), ())]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
+        assert isinstance(partition, PaimonPartition)
+        yield from _read_partition(self.config, self.schema, partition)
+
+
+class PaimonPushdownReader(PaimonBatchReader):
+    """The batch reader with ``pushFilters`` (only usable when Spark's filter pushdown flag is on)."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        table = self.config.open_table()
+        accepted, rejected = to_terms(filters, table.schema.fields)
+        self.terms = accepted
+        yield from rejected
+
+
+# --- writing -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PaimonCommitMessage(WriterCommitMessage):
+    """What one task wrote, sent to the driver."""
+
+    messages: list[CommitMessage]
+    query_id: str | None = None
+
+
+def _flatten(messages: Sequence[WriterCommitMessage | None]) -> list[CommitMessage]:
+    return [m for message in messages if isinstance(message, PaimonCommitMessage) for m in message.messages]
+
+
+def _write_task(config: SourceConfig, batches: Iterator[pa.RecordBatch]) -> list[CommitMessage]:
+    table = config.open_table()
+    writer = table.new_write()
+    try:
+        for batch in batches:
+            writer.write(batch)
+        return writer.prepare_commit()
+    except BaseException:
+        writer.abort()
+        raise
+    finally:
+        writer.close()
+
+
+def _abort(config: SourceConfig, messages: list[CommitMessage]) -> None:
+    """Delete the files of uncommitted messages, unless they turn out to be committed after all."""
+    if not messages:
+        return
+    table = config.open_table()
+    names = {f.file_name for m in messages for f in m.new_files}
+    live = {e.file.file_name for e in table.live_entries()}
+    if names & live:
+        logger.warning("not deleting files of an aborted write of %s: they were committed", table.identifier)
+        return
+    table.new_commit().abort(messages)
+
+
+def _ensure_table(config: SourceConfig, schema: StructType) -> Table:
+    """Open the table, or create it from the DataFrame's schema (identifier form only)."""
+    try:
+        table = config.open_table()
+    except TableNotFoundError:
+        if config.is_path:
+            raise TableNotFoundError(
+                f"{config.location}: create the table first, or write to it by identifier with a warehouse"
+            ) from None
+        catalog = config.catalog_handle()
+        database = config.location.rpartition(".")[0] or "default"
+        catalog.create_database(database, exist_ok=True)
+        creation = {k: v for k, v in config.table_options.items() if not k.startswith(("scan.", "consumer"))}
+        catalog.create_table(
+            config.location,
+            from_spark_schema(schema),
+            partition_keys=config.partition_keys,
+            options=creation,
+            exist_ok=True,
+        )
+        table = config.open_table()
+    _check_fits(table, schema)
+    return table
+
+
+def _check_fits(table: Table, schema: StructType) -> None:
+    """Fail on the driver, before any task runs, when the data cannot be written to the table."""
+    names = schema.fieldNames()
+    lowered = {n.lower(): n for n in table.field_names}
+    if sorted(n.lower() for n in names) == sorted(lowered) and names != table.field_names:
+        wrong = [n for n in names if n not in table.field_names]
+        if wrong:
+            raise SchemaError(f"columns {wrong} differ in case from the table's {table.field_names}")
+    empty = pa.RecordBatch.from_pylist([], schema=to_arrow_schema(schema, timezone="UTC"))
+    try:
+        conform_batch(empty, table.arrow_schema)
+    except SchemaError as exc:
+        raise SchemaError(f"cannot write to {table.identifier}: {exc}") from None
+
+
+class PaimonBatchWriter(DataSourceArrowWriter):
+    """``df.write.format("paimon").mode("append" | "overwrite")``: one commit per job."""
+
+    def __init__(self, config: SourceConfig, schema: StructType, overwrite: bool) -> None:
+        self.config = config
+        self.overwrite = overwrite
+        _ensure_table(config, schema)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        return PaimonCommitMessage(_write_task(self.config, iterator))
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:  # type: ignore[override]
+        table = self.config.open_table()
+        committer = table.new_commit()
+        flat = _flatten(messages)
+        if self.overwrite:
+            committer.overwrite(flat, dynamic=self.config.dynamic_overwrite)
+        else:
+            committer.commit(flat)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:  # type: ignore[override]
+        _abort(self.config, _flatten(messages))
+
+
+class PaimonStreamWriter(DataSourceStreamArrowWriter):
+    """Structured Streaming sink, exactly-once through (query id, batch id)."""
+
+    def __init__(self, config: SourceConfig, schema: StructType, overwrite: bool) -> None:
+        self.config = config
+        self.overwrite = overwrite
+        _ensure_table(config, schema)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        query_id = context.getLocalProperty("sql.streaming.queryId") if context is not None else None
+        return PaimonCommitMessage(_write_task(self.config, iterator), query_id)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # type: ignore[override]
+        query_ids = {m.query_id for m in messages if isinstance(m, PaimonCommitMessage) and m.query_id}
+        flat = _flatten(messages)
+        if not query_ids:
+            if flat:
+                raise RuntimeError("streaming write tasks did not report the query id; refusing to commit")
+            return
+        if len(query_ids) > 1:
+            raise RuntimeError(f"one micro-batch written by several queries: {sorted(query_ids)}")
+        table = self.config.open_table()
+        committer = table.new_commit(commit_user_for_query(query_ids.pop()))
+        if committer.is_committed(batchId):
+            logger.info("batch %s already committed to %s; dropping its rewrite", batchId, table.identifier)
+            committer.abort(flat)
+            return
+        if self.overwrite:
+            committer.overwrite(flat, dynamic=self.config.dynamic_overwrite, commit_identifier=batchId)
+        else:
+            committer.commit(flat, batchId)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # type: ignore[override]
+        _abort(self.config, _flatten(messages))
+
+
+def commit_user_for_query(query_id: str) -> str:
+    """The Paimon commit user of a streaming query: stable across restarts from the same checkpoint."""
+    return f"spark-{query_id}"
+
+
+# --- streaming reads -----------------------------------------------------------------------------------------
+
+
+def _position(offset: dict[str, Any]) -> StreamPosition:
+    return StreamPosition.from_json(offset)
+
+
+def _offset(position: StreamPosition) -> dict[str, Any]:
+    return {"snapshot": position.snapshot_id, "full": position.full, "file": position.file_index}
+
+
+class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Streaming reads: the starting snapshot (per ``scan.mode``), then each new APPEND snapshot's files."""
+
+    def __init__(self, config: SourceConfig, schema: StructType) -> None:
+        self.config = config
+        self.schema = schema
+        self._scan: StreamScan | None = None
+        self._target: StreamPosition | None = None
+        self._last_end: StreamPosition | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Executors only need the config and schema; the scan holds caches and storage handles.
+        return {"config": self.config, "schema": self.schema}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["config"], state["schema"])  # type: ignore[misc]
+
+    @property
+    def scan(self) -> StreamScan:
+        if self._scan is None:
+            self._scan = StreamScan(self.config.open_table())
+        return self._scan
+
+    def initialOffset(self) -> dict[str, Any]:
+        return _offset(self.scan.starting_position())
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.config.max_files_per_trigger is not None:
+            return ReadMaxFiles(self.config.max_files_per_trigger)
+        if self.config.max_rows_per_trigger is not None:
+            return ReadMaxRows(self.config.max_rows_per_trigger)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict[str, Any] | None = None, limit: ReadLimit | None = None) -> dict[str, Any]:
+        if start is not None:
+            begin = _position(start)
+        else:  # Spark before 4.2 calls latestOffset() without arguments
+            begin = self._last_end or self.scan.starting_position()
+        limited = limit is not None and not isinstance(limit, ReadAllAvailable)
+        end = self.scan.advance(
+            begin,
+            max_files=self.config.max_files_per_trigger if limited else None,
+            max_rows=self.config.max_rows_per_trigger if limited else None,
+        )
+        if self._target is not None and end > self._target:
+            end = max(begin, self._target)
+        self._last_end = end
+        return _offset(end)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = self.scan.latest_position()
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        splits = self.scan.plan(_position(start), _position(end))
+        return _partitions(splits, ())
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
+        assert isinstance(partition, PaimonPartition)
+        yield from _read_partition(self.config, self.schema, partition)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        self.scan.record_progress(_position(end))
+
+
+# --- the data source -----------------------------------------------------------------------------------------
+
+
+class PaimonDataSource(DataSource):
+    """``spark.read.format("paimon")`` and friends; register with :func:`paimon_spark.register`.
+
+    ``register`` makes a subclass carrying the session's ``paimon.*`` conf and the filter pushdown flag,
+    because the data source runs in Python workers that cannot see the session.
+    """
+
+    session_conf: ClassVar[dict[str, str]] = {}
+    filter_pushdown: ClassVar[bool] = False
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def __init__(self, options: Any) -> None:
+        super().__init__(options)
+        self.config = SourceConfig.parse(dict(options), self.session_conf)
+
+    def schema(self) -> StructType:
+        return to_spark_schema(self.config.open_table().schema.fields)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        cls = PaimonPushdownReader if self.filter_pushdown else PaimonBatchReader
+        return cls(self.config, schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> PaimonBatchWriter:
+        return PaimonBatchWriter(self.config, schema, overwrite)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return PaimonStreamReader(self.config, schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> PaimonStreamWriter:
+        return PaimonStreamWriter(self.config, schema, overwrite)
