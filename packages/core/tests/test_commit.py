@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import multiprocessing
+import subprocess
+import sys
 import threading
 from dataclasses import replace
 from typing import Any
@@ -18,24 +19,32 @@ from paimon_core.table import CommitMessage
 SCHEMA = pa.schema([pa.field("writer", pa.int32()), pa.field("seq", pa.int32())])
 
 
-def _append_many(warehouse: str, writer: int, commits: int) -> None:
-    table = Catalog.open(warehouse).get_table(
-        "db.t", **{"commit.max-retries": "1000", "commit.max-retry-wait": "200 ms"}
-    )
-    for seq in range(commits):
-        table.append(pa.table({"writer": [writer], "seq": [seq]}, schema=SCHEMA))
+# Run by separate interpreters: a module-level function of a test module cannot be pickled for
+# multiprocessing under pytest's importlib import mode.
+_APPENDER = """
+import sys
+import pyarrow as pa
+from paimon_core import Catalog
+
+warehouse, writer, commits = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+schema = pa.schema([pa.field("writer", pa.int32()), pa.field("seq", pa.int32())])
+options = {"commit.max-retries": "1000", "commit.max-retry-wait": "200 ms"}
+table = Catalog.open(warehouse).get_table("db.t", **options)
+for seq in range(commits):
+    table.append(pa.table({"writer": [writer], "seq": [seq]}, schema=schema))
+"""
 
 
 @pytest.mark.slow
 def test_four_processes_append_concurrently(warehouse: str, catalog: Catalog) -> None:
     catalog.create_table("db.t", SCHEMA)
-    ctx = multiprocessing.get_context("spawn")
-    workers = [ctx.Process(target=_append_many, args=(warehouse, w, 25)) for w in range(4)]
+    workers = [
+        subprocess.Popen([sys.executable, "-c", _APPENDER, warehouse, str(w), "25"], stderr=subprocess.PIPE)
+        for w in range(4)
+    ]
     for p in workers:
-        p.start()
-    for p in workers:
-        p.join(timeout=300)
-        assert p.exitcode == 0
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.decode()
     table = catalog.get_table("db.t")
     ids = [s.id for s in table.snapshots()]
     assert ids == list(range(1, 101))  # dense, nothing lost
