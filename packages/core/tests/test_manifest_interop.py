@@ -1,6 +1,6 @@
 """Metadata written by pypaimon is read here, and metadata written here is read (and extended) by pypaimon.
 
-pypaimon runs in its own virtualenv (``/work/pypaimonenv`` or ``$PYPAIMON_PYTHON``), called in a subprocess.
+pypaimon runs in a subprocess: ``$PYPAIMON_PYTHON``, or this interpreter (the nox ``interop`` session has both).
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -34,7 +35,7 @@ from paimon_core.types import IntType
 
 pytestmark = pytest.mark.interop
 
-PYPAIMON_PYTHON = os.environ.get("PYPAIMON_PYTHON", "/work/pypaimonenv/bin/python")
+PYPAIMON_PYTHON = os.environ.get("PYPAIMON_PYTHON", sys.executable)
 
 _SCRIPT = textwrap.dedent(
     """
