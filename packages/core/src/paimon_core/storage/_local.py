@@ -143,10 +143,11 @@ class LocalBackend:
 
     Listings return paths in the form they were asked about (plain or ``file://``).
 
-    Durability (option ``storage.file.fsync``): ``commit`` (default) fsyncs what ``write_if_absent``
-    publishes (snapshots: the commit point) and its directory; ``all`` also fsyncs every data and metadata
-    file and directory entry, so a committed snapshot survives power loss with everything it references;
-    ``none`` never fsyncs. A killed process never leaves a partial file visible in any mode.
+    Durability (option ``storage.file.fsync``): ``commit`` (default) fsyncs the content of what
+    ``write_if_absent`` publishes (snapshots: the commit point) before its name appears, so a power loss
+    can lose the last commits but never leaves an empty or partial snapshot; ``all`` also fsyncs every data
+    and metadata file and every new directory entry, so a committed snapshot survives power loss with
+    everything it references; ``none`` never fsyncs. A killed process never leaves a partial file visible.
     """
 
     def __init__(self, fsync: str = "commit") -> None:
@@ -208,7 +209,7 @@ class LocalBackend:
             raise FileExistsError(errno.EEXIST, "already exists", path) from None
         finally:
             _unlink_quietly(tmp)
-        if sync:
+        if self._sync_all:
             _fsync_dir(os.path.dirname(target))
         logger.debug("created %s", path)
 
