@@ -198,3 +198,40 @@ def test_message_for_unknown_bucket_count_keeps_total_buckets(catalog: Catalog) 
     assert {e.total_buckets for e in table.live_entries()} == {2}
     message = replace(_delete_message(table)[0], deleted_files=())
     assert message.is_empty()
+
+
+def test_overwrite_with_unknown_outcome_finds_itself_before_rereading(catalog: Catalog) -> None:
+    table = catalog.create_table("db.t", SCHEMA)
+    table.append(pa.table({"writer": [1], "seq": [1]}, schema=SCHEMA))
+    real_publish = table.snapshot_manager.try_publish
+
+    def publish_then_time_out(snapshot: Any) -> bool:
+        real_publish(snapshot)
+        raise TimeoutError("no answer")
+
+    table.snapshot_manager.try_publish = publish_then_time_out  # type: ignore[method-assign]
+    assert table.overwrite(pa.table({"writer": [2], "seq": [2]}, schema=SCHEMA)) == 2
+    table.snapshot_manager.try_publish = real_publish  # type: ignore[method-assign]
+    assert [s.commit_kind for s in table.snapshots()] == [CommitKind.APPEND, CommitKind.OVERWRITE]
+    assert table.to_arrow().to_pylist() == [{"writer": 2, "seq": 2}]
+
+
+def test_failure_to_read_after_unknown_outcome_is_reported_as_unknown(catalog: Catalog) -> None:
+    table = catalog.create_table("db.t", SCHEMA)
+    manager = table.snapshot_manager
+    real_publish, real_snapshot = manager.try_publish, manager.snapshot
+
+    def publish_then_time_out(snapshot: Any) -> bool:
+        real_publish(snapshot)
+        manager.snapshot = broken_read  # type: ignore[method-assign]
+        raise TimeoutError("no answer")
+
+    def broken_read(snapshot_id: int) -> Any:
+        raise ConnectionError("store unreachable")
+
+    manager.try_publish = publish_then_time_out  # type: ignore[method-assign]
+    with pytest.raises(CommitStateUnknownError):  # not a plain ConnectionError: it may have landed
+        table.append(pa.table({"writer": [1], "seq": [1]}, schema=SCHEMA))
+    manager.snapshot = real_snapshot  # type: ignore[method-assign]
+    assert len(table.snapshots()) == 1  # it had landed ...
+    assert table.to_arrow().num_rows == 1  # ... and its files were not cleaned up

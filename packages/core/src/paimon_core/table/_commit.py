@@ -109,13 +109,15 @@ class TableCommit:
         if append_entries or self._force_create_snapshot(messages):
             kind = CommitKind.OVERWRITE if has_deletes else CommitKind.APPEND
             attempt = _Attempt(kind, append_entries, check_conflicts=has_deletes)
-            created.append(self._commit_with_retry(lambda _latest: attempt, commit_identifier))
+            created.append(self._commit_with_retry(kind, lambda _latest: attempt, commit_identifier))
         compact_entries = self._entries(messages, "compact_before", FileKind.DELETE) + self._entries(
             messages, "compact_after", FileKind.ADD
         )
         if compact_entries:
             attempt_c = _Attempt(CommitKind.COMPACT, compact_entries, check_conflicts=True)
-            created.append(self._commit_with_retry(lambda _latest: attempt_c, commit_identifier))
+            created.append(
+                self._commit_with_retry(CommitKind.COMPACT, lambda _latest: attempt_c, commit_identifier)
+            )
         self._last_committed = commit_identifier
         return created
 
@@ -167,7 +169,7 @@ class TableCommit:
             doomed = [replace(e, kind=FileKind.DELETE) for e in live_entries(table, latest) if scope(e)]
             return _Attempt(CommitKind.OVERWRITE, doomed + new_entries, check_conflicts=False)
 
-        created = [self._commit_with_retry(build, commit_identifier)]
+        created = [self._commit_with_retry(CommitKind.OVERWRITE, build, commit_identifier)]
         self._last_committed = commit_identifier
         return created
 
@@ -234,68 +236,90 @@ class TableCommit:
 
     # --- the retry loop ----------------------------------------------------------------------------------
 
-    def _commit_with_retry(self, build: Callable[[Snapshot | None], _Attempt], identifier: int) -> int:
-        sm = self.table.snapshot_manager
+    def _commit_with_retry(
+        self, kind: CommitKind, build: Callable[[Snapshot | None], _Attempt], identifier: int
+    ) -> int:
         start = time.monotonic()
-        first_latest: int | None = None
+        first_latest = self.table.snapshot_manager.latest_id() or 0
         uncertain: BaseException | None = None
         attempt_no = 0
         while True:
-            latest = sm.latest()
-            latest_id = latest.id if latest else 0
-            if first_latest is None:
-                first_latest = latest_id
-            attempt = build(latest)
-            if uncertain is not None:
-                landed = self._find_own_snapshot(first_latest + 1, latest_id, identifier, attempt.kind)
-                if landed is not None:
-                    logger.info(
-                        "commit of %s found as snapshot %s after an unknown outcome", self.commit_user, landed
-                    )
-                    return landed
-            if attempt.check_conflicts and latest is not None:
-                self._check_conflicts(latest, attempt.entries)
-            snapshot = self._build_snapshot(latest, attempt, identifier)
-            logger.info(
-                "commit attempt %s on %s: base snapshot %s -> %s (%s)",
-                attempt_no, self.table.path, latest_id, snapshot.id, attempt.kind.value,
-            )  # fmt: skip
             try:
-                if sm.try_publish(snapshot):
-                    return snapshot.id
-                uncertain_now = None
-            except Exception as exc:  # anything but "exists": the store may hold the snapshot or not
-                logger.warning("publishing snapshot %s had an unknown outcome: %s", snapshot.id, exc)
-                uncertain_now = exc
-            if uncertain_now is not None:
-                uncertain = uncertain_now
+                if uncertain is not None:
+                    # Before anything else: did the attempt whose outcome we never heard of land?
+                    landed = self._find_own_snapshot(first_latest + 1, identifier, kind)
+                    if landed is not None:
+                        logger.info(
+                            "commit of %s found as snapshot %s after an unknown outcome",
+                            self.commit_user,
+                            landed,
+                        )
+                        return landed
+                snapshot_id, error = self._attempt(build, identifier, attempt_no)
+            except (CommitConflictError, SchemaError):
+                raise
+            except Exception as exc:
+                if uncertain is None:
+                    raise
+                # Reading the table failed after an unknown outcome: the commit may well have landed.
+                raise self._unknown_outcome(identifier, attempt_no, uncertain) from exc
+            if snapshot_id is not None:
+                return snapshot_id
+            uncertain = error or uncertain
             attempt_no += 1
             elapsed_ms = (time.monotonic() - start) * 1000
             if attempt_no > self._max_retries or (
                 self._timeout_ms is not None and elapsed_ms > self._timeout_ms
             ):
                 if uncertain is not None:
-                    latest_now = sm.latest_id() or 0
-                    landed = self._find_own_snapshot(first_latest + 1, latest_now, identifier, attempt.kind)
+                    landed = self._find_own_snapshot(first_latest + 1, identifier, kind)
                     if landed is not None:
                         return landed
-                    raise CommitStateUnknownError(
-                        f"commit of {self.commit_user} (identifier {identifier}) to {self.table.path} has an "
-                        f"unknown outcome after {attempt_no} attempts: {uncertain}"
-                    ) from uncertain
+                    raise self._unknown_outcome(identifier, attempt_no, uncertain) from uncertain
                 raise CommitRetriesExhaustedError(
                     f"commit to {self.table.path} lost the race for a snapshot id {attempt_no} times "
                     f"in {elapsed_ms:.0f} ms (commit.max-retries={self._max_retries})"
                 )
             self._sleep_before_retry(attempt_no - 1)
 
+    def _attempt(
+        self, build: Callable[[Snapshot | None], _Attempt], identifier: int, attempt_no: int
+    ) -> tuple[int | None, BaseException | None]:
+        """One try: (new snapshot id, None) on success, (None, None) when another commit took the id, and
+        (None, error) when the store's answer is unknown."""
+        latest = self.table.snapshot_manager.latest()
+        attempt = build(latest)
+        if attempt.check_conflicts and latest is not None:
+            self._check_conflicts(latest, attempt.entries)
+        snapshot = self._build_snapshot(latest, attempt, identifier)
+        logger.info(
+            "commit attempt %s on %s: base snapshot %s -> %s (%s)",
+            attempt_no, self.table.path, latest.id if latest else 0, snapshot.id, attempt.kind.value,
+        )  # fmt: skip
+        try:
+            published = self.table.snapshot_manager.try_publish(snapshot)
+        except Exception as exc:  # anything but "exists": the store may hold the snapshot or not
+            logger.warning("publishing snapshot %s had an unknown outcome: %s", snapshot.id, exc)
+            return None, exc
+        return (snapshot.id if published else None), None
+
+    def _unknown_outcome(
+        self, identifier: int, attempts: int, cause: BaseException
+    ) -> CommitStateUnknownError:
+        return CommitStateUnknownError(
+            f"commit of {self.commit_user} (identifier {identifier}) to {self.table.path} has an "
+            f"unknown outcome after {attempts} attempts: {cause}"
+        )
+
     def _sleep_before_retry(self, retry: int) -> None:
         wait = min(self._min_wait_ms * (2**retry), self._max_wait_ms)
         jitter = random.uniform(0, max(1.0, 0.2 * wait))
         time.sleep((wait + jitter) / 1000)
 
-    def _find_own_snapshot(self, first: int, last: int, identifier: int, kind: CommitKind) -> int | None:
+    def _find_own_snapshot(self, first: int, identifier: int, kind: CommitKind) -> int | None:
+        """The id of this committer's snapshot for ``identifier`` among snapshots ``first``.. latest."""
         sm = self.table.snapshot_manager
+        last = sm.latest_id() or 0
         for snapshot_id in range(max(first, 1), last + 1):
             snapshot = sm.snapshot(snapshot_id)
             if (

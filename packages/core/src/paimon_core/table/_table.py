@@ -10,7 +10,14 @@ import pyarrow as pa
 
 from paimon_core import options as opts
 from paimon_core.binary_row import deserialize_row
-from paimon_core.errors import ConfigError, TableNotFoundError
+from paimon_core.errors import (
+    AtomicCommitUnsupportedError,
+    CommitConflictError,
+    CommitRetriesExhaustedError,
+    ConfigError,
+    SchemaError,
+    TableNotFoundError,
+)
 from paimon_core.manifest import ManifestContext, ManifestEntry
 from paimon_core.options import Options
 from paimon_core.partition import partition_path
@@ -27,6 +34,16 @@ from paimon_core.types import DataType, to_arrow_schema
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+# Failures after which no snapshot can reference the written files: those files are deleted.
+_COMMIT_NEVER_LANDED = (
+    SchemaError,
+    ConfigError,
+    CommitConflictError,
+    CommitRetriesExhaustedError,
+    AtomicCommitUnsupportedError,
+)
 
 
 class Table:
@@ -171,14 +188,18 @@ class Table:
 
     def _write_and_commit(self, data: Any, do_commit: Any) -> int | None:
         writer = self.new_write()
-        commit = self.new_commit()
         messages: list[CommitMessage] = []
         try:
             writer.write(data)
             messages = writer.prepare_commit()
-            created: list[int] = do_commit(commit, messages)
-        except BaseException:
+            created: list[int] = do_commit(self.new_commit(), messages)
+        except _COMMIT_NEVER_LANDED:
             writer.abort(messages)
+            raise
+        except BaseException:
+            # The commit may have landed (an unknown outcome, an interrupt mid-publish): the new files
+            # may be referenced, so they stay; orphan cleanup removes them if they are not.
+            writer.abort([])
             raise
         finally:
             writer.close()
