@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from paimon_core import options as opts
@@ -22,6 +23,7 @@ from paimon_core.manifest import (
 from paimon_core.predicate import Predicate
 from paimon_core.snapshot import Snapshot
 from paimon_core.stats import decode_stats
+from paimon_core.types import DataField
 
 if TYPE_CHECKING:
     from paimon_core.table._table import Table
@@ -139,11 +141,20 @@ class TableScan:
             unknown = sorted(predicate.columns - set(table.field_names))
             if unknown:
                 raise SchemaError(f"filter refers to unknown columns: {', '.join(unknown)}")
-        self.snapshot = (
-            table.snapshot_manager.snapshot(snapshot_id)
-            if snapshot_id is not None
-            else (table.snapshot_manager.latest())
-        )
+        self._file_fields: dict[int, dict[int, DataField]] = {}
+        manager = table.snapshot_manager
+        self.snapshot = manager.snapshot(snapshot_id) if snapshot_id is not None else manager.latest()
+
+    @cached_property
+    def _current_fields(self) -> dict[str, DataField]:
+        return {f.name: f for f in self.table.schema.fields}
+
+    def _fields_by_id(self, schema_id: int) -> dict[int, DataField]:
+        cached = self._file_fields.get(schema_id)
+        if cached is None:
+            cached = {f.id: f for f in self.table.schema_manager.schema(schema_id).fields}
+            self._file_fields[schema_id] = cached
+        return cached
 
     def files(self) -> list[ManifestEntry]:
         """The live entries the read needs, after partition and statistics pruning."""
@@ -155,9 +166,9 @@ class TableScan:
     def _file_may_match(self, entry: ManifestEntry) -> bool:
         assert self.predicate is not None
         file = entry.file
-        current_fields = {f.name: f for f in self.table.schema.fields}
+        current_fields = self._current_fields
         file_schema = self.table.schema_manager.schema(file.schema_id)
-        file_fields_by_id = {f.id: f for f in file_schema.fields}
+        file_fields_by_id = self._fields_by_id(file.schema_id)
         stats_by_file_name = decode_stats(file.value_stats, file.value_stats_cols, list(file_schema.fields))
         ranges: dict[str, tuple[Any, Any, int | None]] = {}
         for name in self.predicate.columns:
