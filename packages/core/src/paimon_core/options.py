@@ -347,6 +347,62 @@ SNAPSHOT_IGNORE_EMPTY_COMMIT: Option[bool | None] = _declare(
     Option("snapshot.ignore-empty-commit", _optional(parse_bool), None, "Skip commits with no changes.")
 )
 
+# --- commit locks (Java's CatalogOptions and JDBC catalog keys); needed only by stores without atomic create ---
+LOCK_ENABLED: Option[bool] = _declare(
+    Option(
+        "lock.enabled",
+        parse_bool,
+        False,
+        "Publish snapshots under a commit lock; required to commit to a store that cannot create atomically.",
+    )
+)
+LOCK_TYPE: Option[str | None] = _declare(
+    Option("lock.type", _optional(_str), None, "Commit lock plugin to use ('jdbc': PostgreSQL).")
+)
+LOCK_ACQUIRE_TIMEOUT: Option[int] = _declare(
+    Option(
+        "lock-acquire-timeout",
+        parse_duration_ms,
+        8 * 60_000,
+        "Give up acquiring a commit lock after this long (ms); a lock held this long by a dead writer expires.",
+        check=_positive,
+    )
+)
+LOCK_CHECK_MAX_SLEEP: Option[int] = _declare(
+    Option(
+        "lock-check-max-sleep",
+        parse_duration_ms,
+        8_000,
+        "Longest wait between attempts to acquire a commit lock (ms).",
+        check=_positive,
+    )
+)
+LOCK_KEY_MAX_LENGTH: Option[int] = _declare(
+    Option(
+        "lock-key-max-length", int, 255, "Longest lock key stored; longer keys are hashed.", check=_positive
+    )
+)
+LOCK_JDBC_URI: Option[str | None] = _declare(
+    Option(
+        "lock.jdbc.uri",
+        _optional(_str),
+        None,
+        "Database of the jdbc commit lock (jdbc:postgresql://host:port/db or a libpq URI); PG* environment "
+        "variables otherwise.",
+    )
+)
+JDBC_USER: Option[str | None] = _declare(
+    Option("jdbc.user", _optional(_str), None, "User of the jdbc commit lock's database.")
+)
+JDBC_PASSWORD: Option[str | None] = _declare(
+    Option(
+        "jdbc.password",
+        _optional(_str),
+        None,
+        "Password of the jdbc commit lock's database; prefer PGPASSWORD or ~/.pgpass (table options are stored).",
+    )
+)
+
 # --- expiration ---
 SNAPSHOT_NUM_RETAINED_MIN: Option[int] = _declare(
     Option("snapshot.num-retained.min", int, 10, "Snapshots always kept.", check=_positive)

@@ -14,11 +14,27 @@ A third-party backend::
 
 declared in its ``pyproject.toml`` as ``[project.entry-points."paimon.storage"] mystore = "my_package.plugin"``,
 and tested by subclassing ``paimon_testing.storage.StorageBackendTests``.
+
+A backend that cannot create atomically omits ``Capability.ATOMIC_CREATE``; commits to it then need a commit
+lock (``lock.enabled``): see :class:`CommitLock` and the ``paimon.lock`` entry-point group.
 """
 
 from __future__ import annotations
 
 from paimon_core.storage._local import LocalBackend
+from paimon_core.storage._lock import (
+    LOCK_ENTRY_POINT_GROUP,
+    CommitLock,
+    LockAcquireTimeoutError,
+    LockFactory,
+    LockHookSpecs,
+    LockRegistry,
+    LockSpec,
+    create_lock_plugin_manager,
+    default_lock_registry,
+    open_commit_lock,
+    set_default_lock_registry,
+)
 from paimon_core.storage._memory import MemoryBackend, clear_memory_store
 from paimon_core.storage._paths import (
     join_path,
@@ -53,27 +69,38 @@ from paimon_core.storage._spec import (
 __all__ = [
     "BLOCKLIST_ENV",
     "ENTRY_POINT_GROUP",
+    "LOCK_ENTRY_POINT_GROUP",
     "PROJECT_NAME",
     "BackendFactory",
     "BackendSpec",
     "Capability",
+    "CommitLock",
     "FileInfo",
     "LocalBackend",
+    "LockAcquireTimeoutError",
+    "LockFactory",
+    "LockHookSpecs",
+    "LockRegistry",
+    "LockSpec",
     "MemoryBackend",
     "StorageBackend",
     "StorageHookSpecs",
     "StorageRegistry",
     "blocklist_from_env",
     "clear_memory_store",
+    "create_lock_plugin_manager",
     "create_plugin_manager",
+    "default_lock_registry",
     "default_registry",
     "get_backend",
     "hookimpl",
     "hookspec",
     "join_path",
     "local_path",
+    "open_commit_lock",
     "parent_path",
     "path_name",
+    "set_default_lock_registry",
     "set_default_registry",
     "uri_authority",
     "uri_scheme",

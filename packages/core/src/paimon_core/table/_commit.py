@@ -35,7 +35,7 @@ from paimon_core.manifest import (
     write_manifests,
 )
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
-from paimon_core.storage import Capability
+from paimon_core.storage import Capability, CommitLock, LockAcquireTimeoutError, open_commit_lock
 from paimon_core.table._messages import CommitMessage
 from paimon_core.table._scan import live_entries, manifest_metas, read_entries
 
@@ -76,11 +76,16 @@ class TableCommit:
         self._timeout_ms = table.options.get_option(opts.COMMIT_TIMEOUT)
         self._min_wait_ms = table.options.get_option(opts.COMMIT_MIN_RETRY_WAIT)
         self._max_wait_ms = table.options.get_option(opts.COMMIT_MAX_RETRY_WAIT)
+        # A store that cannot create a file atomically publishes only under a commit lock (lock.enabled).
+        self._lock: CommitLock | None = None
         if Capability.ATOMIC_CREATE not in table.storage.capabilities:
-            raise AtomicCommitUnsupportedError(
-                f"storage of {table.path} cannot create files atomically; commits are refused "
-                "(configure a lock with 'lock.enabled' once a lock plugin is installed)"
-            )
+            if not table.options.get_option(opts.LOCK_ENABLED):
+                raise AtomicCommitUnsupportedError(
+                    f"storage of {table.path} ({table.storage!r}) cannot create files atomically; commits are "
+                    "refused unless a commit lock is configured: set 'lock.enabled' = 'true' and 'lock.type' "
+                    "(e.g. 'jdbc', from pip install 'paimon-storage[postgres]')"
+                )
+            self._lock = open_commit_lock(table.options)
 
     # --- public API ---------------------------------------------------------------------------------
 
@@ -297,11 +302,19 @@ class TableCommit:
             attempt_no, self.table.path, latest.id if latest else 0, snapshot.id, attempt.kind.value,
         )  # fmt: skip
         try:
-            published = self.table.snapshot_manager.try_publish(snapshot)
+            published = self._publish(snapshot)
+        except LockAcquireTimeoutError:
+            raise  # nothing was published: the outcome is known
         except Exception as exc:  # anything but "exists": the store may hold the snapshot or not
             logger.warning("publishing snapshot %s had an unknown outcome: %s", snapshot.id, exc)
             return None, exc
         return (snapshot.id if published else None), None
+
+    def _publish(self, snapshot: Snapshot) -> bool:
+        publish = self.table.snapshot_manager.try_publish
+        if self._lock is None:
+            return publish(snapshot)
+        return self._lock.run_with_lock(self.table.path, lambda: publish(snapshot))
 
     def _unknown_outcome(
         self, identifier: int, attempts: int, cause: BaseException
