@@ -1,0 +1,726 @@
+"""Several writers on one table, interleaved step by step by Hypothesis and checked against a model.
+
+:class:`ConcurrentCommits` is a ``RuleBasedStateMachine``. Its actors (``a0``...``a3``) share one table and
+each runs jobs one at a time: append rows, overwrite one partition, overwrite the whole table, or compact.
+A job goes ``begin`` → ``write`` → ``prepare`` → ``commit``; Hypothesis interleaves the steps of different
+actors, retries commits with the same identifier (with the same committer, or a restarted one), crashes
+actors between steps, aborts failed jobs, commits one actor *inside* another's publish
+(``commit_racing``: the rival's snapshot takes the id the first one was about to create), and arms storage
+faults (:mod:`paimon_testing.faults`) that fire on the next matching call: errors before or after a write
+reached the store, ambiguous timeouts, crashes between the data files and the snapshot.
+
+After every step the table is checked against :class:`TableModel`, through an undisturbed view of the
+storage:
+
+- snapshot ids are dense, and every snapshot is a commit some actor made (user, identifier, kind), once;
+- every commit reported as landed is in the table, and every new snapshot is readable;
+- what each snapshot reads equals the model's content at that snapshot (nothing lost, nothing duplicated),
+  and its ``totalRecordCount`` agrees;
+- a commit retried with the same identifier lands once (a retry of a landed commit creates nothing);
+- a failed commit leaves only orphan files: every data file any snapshot references still exists.
+
+Running it::
+
+    from paimon_testing.stateful import ConcurrentCommits, FAST
+
+    TestConcurrentCommits = ConcurrentCommits.TestCase
+    TestConcurrentCommits.settings = FAST
+
+A failure prints the shortest sequence of steps Hypothesis found (``state.begin(...)``, ``state.commit(...)``,
+with the drawn actors as ``Draw n (actor): 'a1'`` lines and each step's outcome as notes) and, with
+``print_blob=True`` (set in :data:`FAST` and :data:`THOROUGH`), a ``@reproduce_failure(...)`` decorator to
+replay exactly that run. To replay a whole run, pass the seed Hypothesis printed: ``pytest
+--hypothesis-seed=<seed> ...``, or decorate the test with ``@hypothesis.seed(<seed>)``.
+
+Extending it: subclass and override :meth:`ConcurrentCommits.make_warehouse` for another storage backend
+(:class:`LocalConcurrentCommits` uses a local temporary directory), :meth:`ConcurrentCommits.make_compactor`
+to drive a real compactor instead of :class:`RewriteCompactor`, and :meth:`ConcurrentCommits.make_expirer`
+to add an actor expiring snapshots (none exists yet, so the rule stays disabled).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pyarrow as pa
+from hypothesis import HealthCheck, event, note, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from paimon_core import Catalog
+from paimon_core.errors import CommitError, CommitStateUnknownError
+from paimon_core.snapshot import CommitKind, Snapshot
+from paimon_core.storage import clear_memory_store
+from paimon_core.table import CommitMessage, DataSplit, Table, TableCommit, TableRead, TableWrite
+from paimon_testing.faults import (
+    DATA,
+    MANIFEST,
+    READ_OPS,
+    SNAPSHOT,
+    WRITE_OPS,
+    Fault,
+    FaultPlan,
+    FaultyStorage,
+    SimulatedCrash,
+)
+from paimon_testing.strategies import partition_values
+
+__all__ = [
+    "FAST",
+    "SCHEMA",
+    "THOROUGH",
+    "Change",
+    "Compactor",
+    "ConcurrentCommits",
+    "Expirer",
+    "LocalConcurrentCommits",
+    "RewriteCompactor",
+    "TableModel",
+]
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("p", pa.string())])
+"""The machine's table: a unique row id, and the partition key ``p``."""
+
+FAST = settings(
+    max_examples=200,
+    stateful_step_count=50,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+"""CI: 200 interleavings of up to 50 steps, about half a minute on the memory backend."""
+
+THOROUGH = settings(FAST, max_examples=5000, stateful_step_count=60)
+"""Nightly: thousands of longer interleavings."""
+
+Row = tuple[int, "str | None"]
+
+# Weighted by repetition: appends feed the other jobs (a compaction needs several files in a partition).
+_WRITE_JOBS = ("append", "append", "overwrite-partition", "overwrite-table")
+_FAULTS = (Fault.FAIL_BEFORE, Fault.FAIL_AFTER, Fault.TIMEOUT_AFTER, Fault.CRASH, Fault.LATENCY)
+# Where an armed fault fires: (storage methods, path fragment).
+_TARGETS: dict[str, tuple[frozenset[str], str | None]] = {
+    "snapshot-write": (frozenset({"write_if_absent"}), SNAPSHOT),
+    "manifest-write": (WRITE_OPS, MANIFEST),
+    "data-write": (frozenset({"open_output"}), DATA),
+    "snapshot-read": (READ_OPS, "/snapshot/"),
+    "manifest-read": (READ_OPS, MANIFEST),
+    "data-delete": (frozenset({"delete"}), DATA),
+}
+_MAX_ARMED = 2
+
+
+# --- the model ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Change:
+    """One logical commit, as the model sees it.
+
+    Attributes:
+        kind: APPEND, OVERWRITE or COMPACT.
+        commit_user: the committing actor's user.
+        identifier: the commit identifier.
+        rows: the rows added, as (id, partition).
+        scope: for OVERWRITE, the partition values replaced; ``None`` means the whole table.
+    """
+
+    kind: CommitKind
+    commit_user: str
+    identifier: int
+    rows: tuple[Row, ...] = ()
+    scope: tuple[str | None, ...] | None = None
+
+    @property
+    def key(self) -> tuple[str, int, CommitKind]:
+        return (self.commit_user, self.identifier, self.kind)
+
+    def apply(self, content: tuple[Row, ...]) -> tuple[Row, ...]:
+        """The table content after this change."""
+        if self.kind == CommitKind.COMPACT:
+            return content
+        if self.kind == CommitKind.OVERWRITE:
+            scope = self.scope
+            content = () if scope is None else tuple(r for r in content if r[1] not in scope)
+        return tuple(sorted(content + self.rows, key=_row_key))
+
+    def describe(self) -> str:
+        what = f"{len(self.rows)} rows"
+        if self.kind == CommitKind.OVERWRITE:
+            what += " over " + ("the table" if self.scope is None else f"p={list(self.scope)!r}")
+        return f"{self.kind.value} {self.commit_user}/{self.identifier} ({what})"
+
+
+def _row_key(row: Row) -> tuple[int, str]:
+    return (row[0], "" if row[1] is None else row[1])
+
+
+class TableModel:
+    """What the table must hold: the change behind every snapshot, and the content each snapshot reads.
+
+    Commits whose outcome is unknown (a timeout, a crash) wait in :attr:`pending` until a snapshot with their
+    (user, identifier, kind) shows up; one that never shows up never landed.
+    """
+
+    def __init__(self) -> None:
+        self.changes: dict[int, Change] = {}
+        self.where: dict[tuple[str, int, CommitKind], int] = {}
+        self.pending: dict[tuple[str, int, CommitKind], Change] = {}
+        self.contents: dict[int, tuple[Row, ...]] = {0: ()}
+        self.verified = 0
+
+    def landed(self, snapshot_id: int, change: Change) -> None:
+        """A commit call returned ``snapshot_id`` for ``change``."""
+        placed = self.where.get(change.key)
+        assert placed is None or placed == snapshot_id, (
+            f"{change.describe()} landed twice: snapshots {placed} and {snapshot_id}"
+        )
+        known = self.changes.get(snapshot_id)
+        assert known is None or known.key == change.key, (
+            f"snapshot {snapshot_id} claimed by {known.describe() if known else ''} and {change.describe()}"
+        )
+        self.pending.pop(change.key, None)
+        self.changes[snapshot_id] = change
+        self.where[change.key] = snapshot_id
+
+    def unknown(self, change: Change) -> None:
+        """A commit call ended without telling whether it landed."""
+        if change.key not in self.where:
+            self.pending[change.key] = change
+
+    def is_placed(self, change: Change) -> bool:
+        return change.key in self.where
+
+    def resolve(self, snapshot: Snapshot) -> Change:
+        """The change behind a snapshot seen for the first time."""
+        key = (snapshot.commit_user, snapshot.commit_identifier, snapshot.commit_kind)
+        change = self.changes.get(snapshot.id)
+        if change is not None:
+            assert change.key == key, (
+                f"snapshot {snapshot.id} is {key}, but the commit that reported it was {change.describe()}"
+            )
+            return change
+        placed = self.where.get(key)
+        assert placed is None, f"commit {key} landed twice: snapshots {placed} and {snapshot.id}"
+        change_or_none = self.pending.pop(key, None)
+        assert change_or_none is not None, (
+            f"snapshot {snapshot.id} ({key}) matches no commit whose outcome was unknown: "
+            "a commit reported as failed landed anyway"
+        )
+        self.changes[snapshot.id] = change_or_none
+        self.where[key] = snapshot.id
+        return change_or_none
+
+
+# --- pluggable actors -------------------------------------------------------------------------------------------
+
+
+class Compactor(Protocol):
+    """What the compacting job drives: plan against the latest snapshot, then rewrite.
+
+    :class:`RewriteCompactor` emulates one with the public API; the real compactor replaces it through
+    :meth:`ConcurrentCommits.make_compactor`.
+    """
+
+    def plan(self) -> object | None:
+        """Choose files to compact from the latest snapshot; None when there is nothing to do."""
+        ...
+
+    def rewrite(self, plan: object) -> list[CommitMessage]:
+        """Write the compacted files; messages carry ``compact_before`` / ``compact_after``."""
+        ...
+
+
+class Expirer(Protocol):
+    """Expires snapshots; the machine then checks only the retained ones (see ``make_expirer``)."""
+
+    def expire(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class _RewritePlan:
+    snapshot_id: int
+    partition: bytes
+    bucket: int
+    total_buckets: int
+    files: tuple[Any, ...]
+
+
+class RewriteCompactor:
+    """Rewrites the files of the (partition, bucket) with the most files into one: a COMPACT commit
+    through the same commit path a real compactor uses (``compact_before`` / ``compact_after``)."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+
+    def plan(self) -> _RewritePlan | None:
+        latest = self.table.latest_snapshot()
+        if latest is None:
+            return None
+        groups: dict[tuple[bytes, int], list[Any]] = {}
+        totals: dict[tuple[bytes, int], int] = {}
+        for entry in self.table.live_entries(latest.id):
+            groups.setdefault((entry.partition, entry.bucket), []).append(entry.file)
+            totals[(entry.partition, entry.bucket)] = entry.total_buckets
+        candidates = [key for key, files in groups.items() if len(files) >= 2]
+        if not candidates:
+            return None
+        key = max(candidates, key=lambda k: len(groups[k]))
+        return _RewritePlan(latest.id, key[0], key[1], totals[key], tuple(groups[key]))
+
+    def rewrite(self, plan: object) -> list[CommitMessage]:
+        assert isinstance(plan, _RewritePlan)
+        table = self.table
+        split = DataSplit(
+            plan.snapshot_id,
+            plan.partition,
+            plan.bucket,
+            table.bucket_dir(plan.partition, plan.bucket),
+            plan.files,
+        )
+        data = TableRead(table, None, None).to_arrow([split])
+        writer = table.new_write()
+        try:
+            writer.write(data)
+            written = writer.prepare_commit()
+        except BaseException:
+            writer.abort()
+            raise
+        assert [m.partition for m in written] == [plan.partition], "a compaction wrote outside its partition"
+        after = tuple(f for m in written for f in m.new_files)
+        return [
+            CommitMessage(
+                plan.partition,
+                plan.bucket,
+                plan.total_buckets,
+                compact_before=plan.files,
+                compact_after=after,
+            )
+        ]
+
+
+# --- the actors -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Job:
+    kind: str
+    identifier: int
+    scope: tuple[str | None, ...] | None = None
+    writer: TableWrite | None = None
+    plan: object | None = None
+    rows: list[Row] = field(default_factory=list)
+    messages: list[CommitMessage] | None = None
+    phase: str = "writing"  # writing, prepared, landed, unknown, failed, aborted
+    crashed: bool = False
+
+    def change(self, user: str) -> Change:
+        if self.kind == "compact":
+            return Change(CommitKind.COMPACT, user, self.identifier)
+        rows = tuple(sorted(self.rows, key=_row_key))
+        if self.kind == "append":
+            return Change(CommitKind.APPEND, user, self.identifier, rows)
+        return Change(CommitKind.OVERWRITE, user, self.identifier, rows, self.scope)
+
+
+@dataclass
+class _Actor:
+    name: str
+    user: str
+    committer: TableCommit | None = None
+    next_identifier: int = 1
+    job: _Job | None = None
+
+
+class ConcurrentCommits(RuleBasedStateMachine):
+    """Actors interleaving writes and commits on one table; invariants checked after every step."""
+
+    actor_count = 3
+    table_options: dict[str, str] = {
+        "commit.max-retries": "2",
+        "commit.min-retry-wait": "1 ms",
+        "commit.max-retry-wait": "2 ms",
+        "manifest.merge-min-count": "3",
+    }
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.plan = FaultPlan()
+        self.model = TableModel()
+        self.actors = [_Actor(f"a{i}", f"user-a{i}-{uuid.uuid4().hex[:6]}") for i in range(self.actor_count)]
+        self.partitions: list[str | None] = []
+        self.next_row = 0
+        self.warehouse = self.make_warehouse()
+        catalog = Catalog.open(self.warehouse)
+        catalog.create_database("db", exist_ok=True)
+        clean = catalog.create_table("db.t", SCHEMA, partition_keys=["p"], options=self.table_options)
+        self.checker = clean  # reads through the undisturbed backend
+        self.table = Table(clean.path, FaultyStorage(clean.storage, self.plan), clean.schema, "db.t")
+        self.compactor = self.make_compactor(self.table)
+        self.expirer = self.make_expirer(self.table)
+        self.files_seen: set[str] = set()
+        self.compactable = False  # the latest snapshot has a (partition, bucket) with several files
+
+    # --- extension points ------------------------------------------------------------------------------------
+
+    def make_warehouse(self) -> str:
+        """A fresh, empty warehouse URI for one run (memory by default); cleaned up by :meth:`drop_warehouse`."""
+        return f"memory://paimon-stateful-{uuid.uuid4().hex}"
+
+    def drop_warehouse(self) -> None:
+        clear_memory_store(self.warehouse)
+
+    def make_compactor(self, table: Table) -> Compactor:
+        return RewriteCompactor(table)
+
+    def make_expirer(self, table: Table) -> Expirer | None:
+        """None: no snapshot expiration exists yet. Return one to enable the ``expire`` rule; the checks then
+        accept ids starting above 1 and look only at the retained snapshots."""
+        return None
+
+    def teardown(self) -> None:
+        self.plan.disarm()
+        self.drop_warehouse()
+
+    # --- helpers ---------------------------------------------------------------------------------------------
+
+    def _in_phase(self, *phases: str) -> list[str]:
+        return [a.name for a in self.actors if a.job is not None and a.job.phase in phases]
+
+    def _idle(self) -> list[str]:
+        return [
+            a.name
+            for a in self.actors
+            if a.job is None or a.job.phase in ("landed", "unknown", "failed", "aborted")
+        ]
+
+    def _pick(self, data: st.DataObject, names: Sequence[str]) -> _Actor:
+        name = data.draw(st.sampled_from(sorted(names)), label="actor")
+        return next(a for a in self.actors if a.name == name)
+
+    def _committer(self, actor: _Actor) -> TableCommit:
+        if actor.committer is None:  # a (re)started actor: same commit user, fresh state
+            actor.committer = self.table.new_commit(actor.user)
+        return actor.committer
+
+    def _crash(self, actor: _Actor, why: str) -> None:
+        note(f"{actor.name} crashed ({why})")
+        actor.committer = None
+        job = actor.job
+        if job is None:
+            return
+        job.writer = None
+        if job.phase == "writing":
+            actor.job = None  # its files are orphans now
+
+    def _fail_job(self, actor: _Actor, error: BaseException) -> None:
+        note(f"{actor.name}: {type(error).__name__}: {error}; the job is dropped")
+        job = actor.job
+        if job is not None and job.writer is not None:
+            job.writer.abort()
+        actor.job = None
+
+    # --- rules -----------------------------------------------------------------------------------------------
+
+    @initialize(partitions=st.lists(partition_values(), min_size=1, max_size=3, unique=True))
+    def choose_partitions(self, partitions: list[str | None]) -> None:
+        self.partitions = partitions
+
+    @precondition(lambda self: self._idle())
+    @rule(
+        data=st.data(),
+        job=st.sampled_from(_WRITE_JOBS),
+        rows=st.lists(st.integers(0, 2), max_size=4),
+    )
+    def begin(self, data: st.DataObject, job: str, rows: list[int]) -> None:
+        """Start a job with a new commit identifier and write its first rows (each index picks a partition;
+        an overwrite of one partition takes the first index as its partition and writes only there)."""
+        actor = self._pick(data, self._idle())
+        identifier = actor.next_identifier
+        actor.next_identifier += 1
+        actor.job = None
+        scope = None
+        if job == "overwrite-partition":
+            scope = (self.partitions[(rows[0] if rows else 0) % len(self.partitions)],)
+        actor.job = _Job(job, identifier, scope=scope, writer=self.table.new_write())
+        note(f"{actor.name} begins {job} #{identifier}" + (f" of p={scope[0]!r}" if scope else ""))
+        self._write_rows(actor, rows)
+
+    @precondition(lambda self: self._idle() and self.compactable)
+    @rule(data=st.data())
+    def begin_compaction(self, data: st.DataObject) -> None:
+        """Plan a compaction against the latest snapshot (rewritten at ``prepare``)."""
+        actor = self._pick(data, self._idle())
+        identifier = actor.next_identifier
+        actor.next_identifier += 1
+        actor.job = None
+        try:
+            plan = self.compactor.plan()
+        except SimulatedCrash as crash:
+            self._crash(actor, str(crash))
+            return
+        except OSError as error:
+            note(f"{actor.name}: planning a compaction failed: {error}")
+            return
+        if plan is None:
+            note(f"{actor.name}: nothing to compact")
+            return
+        actor.job = _Job("compact", identifier, plan=plan)
+        note(f"{actor.name} begins compact #{identifier}")
+
+    def _writing(self) -> list[str]:
+        return [a.name for a in self.actors if a.job and a.job.phase == "writing" and a.job.kind != "compact"]
+
+    @precondition(lambda self: self._writing())
+    @rule(data=st.data(), rows=st.lists(st.integers(0, 2), min_size=1, max_size=4))
+    def write(self, data: st.DataObject, rows: list[int]) -> None:
+        """Write more rows (indices pick partitions, as in ``begin``)."""
+        self._write_rows(self._pick(data, self._writing()), rows)
+
+    def _write_rows(self, actor: _Actor, rows: list[int]) -> None:
+        job = actor.job
+        assert job is not None and job.writer is not None
+        if not rows:
+            return
+        new: list[Row] = []
+        for index in rows:
+            value = job.scope[0] if job.scope is not None else self.partitions[index % len(self.partitions)]
+            new.append((self.next_row, value))
+            self.next_row += 1
+        try:
+            job.writer.write(pa.table({"id": [r[0] for r in new], "p": [r[1] for r in new]}, schema=SCHEMA))
+            job.rows.extend(new)
+        except SimulatedCrash as crash:
+            self._crash(actor, str(crash))
+        except OSError as error:
+            self._fail_job(actor, error)
+
+    def _preparable(self) -> list[str]:
+        # An append with no rows commits nothing: not worth a step. Empty overwrites delete, so they count.
+        return [
+            a.name
+            for a in self.actors
+            if a.job and a.job.phase == "writing" and (a.job.rows or a.job.kind != "append")
+        ]
+
+    @precondition(lambda self: self._preparable())
+    @rule(data=st.data())
+    def prepare(self, data: st.DataObject) -> None:
+        actor = self._pick(data, self._preparable())
+        job = actor.job
+        assert job is not None
+        try:
+            if job.kind == "compact":
+                if job.messages is None:
+                    job.messages = self.compactor.rewrite(job.plan)
+            else:
+                assert job.writer is not None
+                job.messages = job.writer.prepare_commit()
+                job.writer.close()
+                job.writer = None
+            job.phase = "prepared"
+        except SimulatedCrash as crash:
+            self._crash(actor, str(crash))
+        except OSError as error:
+            self._fail_job(actor, error)
+
+    def _commit(self, actor: _Actor) -> None:
+        """Commit the actor's prepared job and record the outcome in the model."""
+        job = actor.job
+        assert job is not None and job.messages is not None
+        change = job.change(actor.user)
+        try:
+            committer = self._committer(actor)
+            if job.kind in ("append", "compact"):
+                created = committer.commit(job.messages, job.identifier)
+            else:
+                spec = {} if job.scope is None else {"p": job.scope[0]}
+                created = committer.overwrite(job.messages, spec, commit_identifier=job.identifier)
+        except SimulatedCrash as crash:
+            event("commit: crashed")
+            self.model.unknown(change)
+            job.phase = "unknown"
+            self._crash(actor, str(crash))
+            return
+        except CommitStateUnknownError as error:
+            event("commit: outcome unknown")
+            note(f"{actor.name}: outcome of {change.describe()} unknown: {error}")
+            self.model.unknown(change)
+            job.phase = "unknown"
+            return
+        except (CommitError, OSError) as error:
+            # Anything but an unknown outcome means "did not land": the invariants hold the committer to it.
+            event(f"commit: failed with {type(error).__name__}")
+            note(f"{actor.name}: {change.describe()} failed: {type(error).__name__}: {error}")
+            job.phase = "failed"
+            return
+        nothing_to_do = change.kind == CommitKind.APPEND and not change.rows
+        if created:
+            assert not nothing_to_do, f"an empty append created snapshots {created}"
+            assert len(created) == 1, f"{change.describe()} created several snapshots: {created}"
+            event(f"commit: {change.kind.value} landed")
+            note(f"{actor.name}: {change.describe()} -> snapshot {created[0]}")
+            self.model.landed(created[0], change)
+            job.phase = "landed"
+        elif nothing_to_do:
+            note(f"{actor.name}: empty append, nothing committed")
+            job.phase = "landed"
+        else:
+            assert self.model.is_placed(change), (
+                f"{change.describe()} created nothing, yet it is not in the table (a retry that was "
+                "deduplicated although the first attempt never landed)"
+            )
+            event("commit: retry deduplicated")
+            note(f"{actor.name}: {change.describe()} was already committed; nothing to do")
+            job.phase = "landed"
+
+    @precondition(lambda self: self._in_phase("prepared"))
+    @rule(data=st.data())
+    def commit(self, data: st.DataObject) -> None:
+        self._commit(self._pick(data, self._in_phase("prepared")))
+
+    @precondition(lambda self: len(self._in_phase("prepared")) >= 2)
+    @rule(data=st.data())
+    def commit_racing(self, data: st.DataObject) -> None:
+        """Commit an actor while a rival's commit lands just before its snapshot is published."""
+        prepared = self._in_phase("prepared")
+        actor = self._pick(data, prepared)
+        rival = self._pick(data, [n for n in prepared if n != actor.name])
+
+        def rival_commits() -> None:
+            if rival.job is not None and rival.job.phase == "prepared":
+                event("racing commit")
+                note(f"{rival.name} commits inside {actor.name}'s publish")
+                self._commit(rival)
+
+        armed = self.plan.arm(
+            Fault.CALLBACK, ops={"write_if_absent"}, path_contains=SNAPSHOT, callback=rival_commits
+        )
+        try:
+            self._commit(actor)
+        finally:
+            self.plan.disarm(armed)
+
+    @precondition(lambda self: self._in_phase("unknown", "failed"))
+    @rule(data=st.data(), restart=st.booleans())
+    def retry(self, data: st.DataObject, restart: bool) -> None:
+        """Commit the same messages with the same identifier again (after a restart: a new committer).
+
+        Only commits that did not report success are retried (as a job would): whether they landed or not,
+        the retry must leave exactly one snapshot for the identifier."""
+        actor = self._pick(data, self._in_phase("unknown", "failed"))
+        if restart:
+            actor.committer = None
+        note(
+            f"{actor.name} retries #{actor.job.identifier if actor.job else '?'}"
+            + (" after a restart" if restart else "")
+        )
+        self._commit(actor)
+
+    @precondition(lambda self: self._in_phase("prepared", "failed"))
+    @rule(data=st.data())
+    def abort(self, data: st.DataObject) -> None:
+        """Give up a job that did not land: its new files are deleted."""
+        actor = self._pick(data, self._in_phase("prepared", "failed"))
+        job = actor.job
+        assert job is not None and job.messages is not None
+        try:
+            self._committer(actor).abort(job.messages)
+            job.phase = "aborted"
+        except SimulatedCrash as crash:
+            self._crash(actor, str(crash))
+            job.phase = "aborted"  # some files may be gone: never commit these messages again
+
+    def _crashable(self) -> list[str]:
+        return [a.name for a in self.actors if a.job and a.job.phase == "prepared" and not a.job.crashed]
+
+    @precondition(lambda self: self._crashable())
+    @rule(data=st.data())
+    def crash(self, data: st.DataObject) -> None:
+        """A prepared actor's process dies: its committer is lost; the messages survive (a streaming job
+        checkpoints them) and are committed by a fresh committer after the restart. (Injected crashes hit
+        other moments; ``retry(restart=True)`` restarts an actor whose commit has ended.)"""
+        actor = self._pick(data, self._crashable())
+        assert actor.job is not None
+        actor.job.crashed = True
+        self._crash(actor, "by rule")
+
+    @precondition(lambda self: len(self.plan.armed) < _MAX_ARMED)
+    @rule(fault=st.sampled_from(_FAULTS), where=st.sampled_from(sorted(_TARGETS)))
+    def arm_fault(self, fault: Fault, where: str) -> None:
+        """The next storage call matching ``where`` gets ``fault``."""
+        ops, path = _TARGETS[where]
+        self.plan.arm(fault, ops=ops, path_contains=path, latency_ms=1.0)
+
+    @precondition(lambda self: self.expirer is not None)
+    @rule()
+    def expire(self) -> None:
+        assert self.expirer is not None
+        self.expirer.expire()
+
+    # --- invariants ------------------------------------------------------------------------------------------
+
+    @invariant()
+    def table_matches_model(self) -> None:
+        sm = self.checker.snapshot_manager
+        ids = sm.list_ids()
+        if self.expirer is None:
+            assert ids == list(range(1, len(ids) + 1)), f"snapshot ids are not dense: {ids}"
+        else:
+            assert ids == list(range(ids[0], ids[-1] + 1)) if ids else True, f"snapshot ids have holes: {ids}"
+        last = ids[-1] if ids else 0
+        missing = sorted(k for k in self.model.changes if k > last)
+        assert not missing, f"commits reported as landed are not in the table: snapshots {missing}"
+        new = range(self.model.verified + 1, last + 1)
+        for snapshot_id in new:
+            self._check_new_snapshot(snapshot_id)
+        self.model.verified = last
+        if new:  # the plain read of the latest snapshot goes through the LATEST hint
+            latest = self.checker.to_arrow(["id", "p"])
+            assert _rows(latest) == list(self.model.contents[last]), "the latest read differs from the model"
+        gone = sorted(path for path in self.files_seen if not self.checker.storage.exists(path))
+        assert not gone, f"data files referenced by snapshots were deleted: {gone[:5]}"
+
+    def _check_new_snapshot(self, snapshot_id: int) -> None:
+        snapshot = self.checker.snapshot_manager.snapshot(snapshot_id)
+        change = self.model.resolve(snapshot)
+        expected = change.apply(self.model.contents[snapshot_id - 1])
+        self.model.contents[snapshot_id] = expected
+        actual = _rows(self.checker.to_arrow(["id", "p"], snapshot_id=snapshot_id))
+        if actual != list(expected):
+            lost = Counter(expected) - Counter(actual)
+            extra = Counter(actual) - Counter(expected)
+            raise AssertionError(
+                f"snapshot {snapshot_id} ({change.describe()}) reads wrong rows: lost {sorted(lost, key=_row_key)}, "
+                f"unexpected or duplicated {sorted(extra, key=_row_key)}"
+            )
+        assert snapshot.total_record_count == len(expected), (
+            f"snapshot {snapshot_id} says totalRecordCount={snapshot.total_record_count}, holds {len(expected)} rows"
+        )
+        groups: Counter[tuple[bytes, int]] = Counter()
+        for entry in self.checker.live_entries(snapshot_id):
+            directory = self.checker.bucket_dir(entry.partition, entry.bucket)
+            self.files_seen.add(f"{directory}/{entry.file.file_name}")
+            groups[(entry.partition, entry.bucket)] += 1
+        self.compactable = any(count >= 2 for count in groups.values())
+
+
+def _rows(data: pa.Table) -> list[Row]:
+    return sorted(zip(data.column("id").to_pylist(), data.column("p").to_pylist(), strict=True), key=_row_key)
+
+
+class LocalConcurrentCommits(ConcurrentCommits):
+    """The machine on a local temporary directory (closer to production than memory, and slower)."""
+
+    def make_warehouse(self) -> str:
+        self._tmp = tempfile.mkdtemp(prefix="paimon-stateful-")
+        return f"{self._tmp}/warehouse"
+
+    def drop_warehouse(self) -> None:
+        shutil.rmtree(self._tmp, ignore_errors=True)
