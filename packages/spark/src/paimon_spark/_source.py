@@ -281,6 +281,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._scan: StreamScan | None = None
         self._target: StreamPosition | None = None
         self._last_end: StreamPosition | None = None
+        self._recorded: StreamPosition | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Executors only need the config and schema; the scan holds caches and storage handles.
@@ -308,6 +309,9 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict[str, Any] | None = None, limit: ReadLimit | None = None) -> dict[str, Any]:
         if start is not None:
             begin = _position(start)
+            # Spark plans the next batch only after the previous one (ending at ``start``) is committed
+            # to its checkpoint: record the consumer progress now rather than wait for ``commit``.
+            self._record(begin)
         else:  # Spark before 4.2 calls latestOffset() without arguments
             begin = self._last_end or self.scan.starting_position()
         limited = limit is not None and not isinstance(limit, ReadAllAvailable)
@@ -333,7 +337,12 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         yield from _read_partition(self.config, self.schema, partition)
 
     def commit(self, end: dict[str, Any]) -> None:
-        self.scan.record_progress(_position(end))
+        self._record(_position(end))
+
+    def _record(self, position: StreamPosition) -> None:
+        if self._recorded is None or position > self._recorded:
+            self.scan.record_progress(position)
+            self._recorded = position
 
 
 # --- the data source -----------------------------------------------------------------------------------------
