@@ -80,6 +80,97 @@ def _print_info(info: dict[str, Any]) -> None:
         )
 
 
+def _conf(pairs: Sequence[str]) -> dict[str, str]:
+    conf = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise PaimonError(f"expected key=value, got {pair!r}")
+        conf[key.strip()] = value.strip()
+    return conf
+
+
+def _add_job_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("warehouse", help="the warehouse URI, e.g. /data/warehouse or s3://bucket/wh")
+    command.add_argument("--catalog-conf", action="append", default=[], metavar="K=V", help="catalog option")
+    command.add_argument(
+        "--table-conf", action="append", default=[], metavar="K=V", help="dynamic table option"
+    )
+    command.add_argument(
+        "--parallelism", type=int, default=None, help="local worker processes (default: CPUs)"
+    )
+    command.add_argument("--threads", action="store_true", help="run tasks on threads instead of processes")
+    command.add_argument("--poll-interval", type=float, default=None, help="streaming: seconds between polls")
+    command.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _add_compact_commands(commands: Any) -> None:
+    compact = commands.add_parser("compact", help="compact a table (batch: once; streaming: until stopped)")
+    _add_job_arguments(compact)
+    compact.add_argument("--database", required=True)
+    compact.add_argument("--table", required=True)
+    compact.add_argument(
+        "--partition",
+        action="append",
+        default=[],
+        metavar="K=V[,K2=V2]",
+        help="only this partition (repeatable: any of them); ',' = AND, ';' = OR",
+    )
+    compact.add_argument("--mode", choices=["batch", "streaming"], default="batch")
+    compact.add_argument("--order-strategy", choices=["order", "zorder"], default=None)
+    compact.add_argument("--order-by", default=None, help="sort columns, e.g. a,b")
+    database = commands.add_parser("compact-database", help="compact the tables of databases chosen by regex")
+    _add_job_arguments(database)
+    database.add_argument("--including-databases", default=None, help="regex of databases (default all)")
+    database.add_argument("--including-tables", default=None, help="regex of db.table names (default all)")
+    database.add_argument("--excluding-tables", default=None, help="regex of db.table names to skip")
+    database.add_argument("--mode", choices=["divided", "combined"], default="divided")
+    database.add_argument("--streaming", action="store_true", help="keep compacting until interrupted")
+
+
+def _run_compact(args: argparse.Namespace) -> None:
+    from paimon_core.catalog import Catalog
+    from paimon_core.compact import compact_table
+
+    catalog = Catalog.open(args.warehouse, **_conf(args.catalog_conf))
+    table = catalog.get_table(f"{args.database}.{args.table}", **_conf(args.table_conf))
+    summary = compact_table(
+        table,
+        partitions=";".join(args.partition) or None,
+        mode=args.mode,
+        order_strategy=args.order_strategy,
+        order_by=args.order_by or (),
+        parallelism=args.parallelism,
+        processes=not args.threads,
+        progress=False if args.no_progress else None,
+        poll_interval=args.poll_interval,
+    )
+    print(summary)
+
+
+def _run_compact_database(args: argparse.Namespace) -> None:
+    from paimon_core.catalog import Catalog
+    from paimon_core.compact import compact_database
+
+    catalog = Catalog.open(args.warehouse, **_conf(args.catalog_conf))
+    summaries = compact_database(
+        catalog,
+        including_databases=args.including_databases,
+        including_tables=args.including_tables,
+        excluding_tables=args.excluding_tables,
+        mode=args.mode,
+        streaming=args.streaming,
+        parallelism=args.parallelism,
+        processes=not args.threads,
+        progress=False if args.no_progress else None,
+        poll_interval=args.poll_interval if args.poll_interval is not None else 10.0,
+    )
+    for summary in summaries.values():
+        print(summary)
+    if not summaries:
+        print("no table matched")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="paimon", description="Inspect and maintain Apache Paimon tables.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -89,9 +180,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     info.add_argument("--json", action="store_true", help="print JSON instead of text")
     info.add_argument("--snapshots", type=int, default=20, help="how many recent snapshots to list")
+    _add_compact_commands(commands)
     args = parser.parse_args(argv)
     try:
-        if args.command == "info":
+        if args.command == "compact":
+            _run_compact(args)
+        elif args.command == "compact-database":
+            _run_compact_database(args)
+        elif args.command == "info":
             details = table_info(open_table(args.table_uri), args.snapshots)
             if args.json:
                 print(json.dumps(details, indent=2))

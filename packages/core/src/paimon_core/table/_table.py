@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,10 @@ from paimon_core.types import DataType, to_arrow_schema
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from paimon_core.compact import InlineCompactor
+
+logger = logging.getLogger(__name__)
 
 
 # Failures after which no snapshot can reference the written files: those files are deleted.
@@ -77,6 +82,14 @@ class Table:
         self.snapshot_manager = SnapshotManager(storage, self.path)
         self._partition_cache: dict[bytes, dict[str, Any]] = {}
         self._bucket_dirs: dict[tuple[bytes, int], str] = {}
+        self._inline_compactor: InlineCompactor | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Picklable for process pools and engines: the handle is rebuilt from its location and options.
+        return (Table, (self.path, self.storage, self.schema, self.identifier, self._dynamic_options()))
+
+    def _dynamic_options(self) -> dict[str, str]:
+        return {k: v for k, v in self.options.items() if self.schema.options.get(k) != v}
 
     # --- shape -------------------------------------------------------------------------------------------
 
@@ -145,7 +158,7 @@ class Table:
 
     def copy(self, dynamic_options: Mapping[str, Any]) -> Table:
         """This table with extra dynamic options."""
-        merged = {k: v for k, v in self.options.items() if self.schema.options.get(k) != v}
+        merged = self._dynamic_options()
         merged.update({str(k): str(v) for k, v in dynamic_options.items()})
         return Table(self.path, self.storage, self.schema, self.identifier, merged)
 
@@ -173,8 +186,20 @@ class Table:
         return TableCommit(self, commit_user)
 
     def append(self, data: Any) -> int | None:
-        """Append data in one commit. Returns the new snapshot id (None when there was nothing to write)."""
-        return self._write_and_commit(data, lambda commit, messages: commit.commit(messages))
+        """Append data in one commit. Returns the new snapshot id (None when there was nothing to write).
+
+        Unless ``write-only``, compaction follows as Paimon's writers do: bucketed tables compact the
+        written buckets, unaware-bucket tables run the compaction coordinator of this handle. Compaction
+        commits separately (COMPACT), after the APPEND, and never makes the append fail.
+        """
+        created = self._write_and_commit(data, _commit_then_compact)
+        if created is not None and self.bucket == -1 and not self.options.get_option(opts.WRITE_ONLY):
+            if self._inline_compactor is None:
+                from paimon_core.compact import InlineCompactor
+
+                self._inline_compactor = InlineCompactor(self)
+            self._inline_compactor.after_commit()
+        return created
 
     def overwrite(self, data: Any, partition: Mapping[str, Any] | None = None) -> int | None:
         """Replace data in one OVERWRITE commit.
@@ -254,6 +279,32 @@ class Table:
 
     def __repr__(self) -> str:
         return f"Table({self.identifier!r}, schema_id={self.schema.id}, path={self.path!r})"
+
+
+def _commit_then_compact(commit: TableCommit, messages: list[CommitMessage]) -> list[int]:
+    """Commit the new files, then the writers' inline compaction; a lost compaction race only logs."""
+    appended = [
+        CommitMessage(m.partition, m.bucket, m.total_buckets, new_files=m.new_files) for m in messages
+    ]
+    compacted = [
+        CommitMessage(
+            m.partition,
+            m.bucket,
+            m.total_buckets,
+            compact_before=m.compact_before,
+            compact_after=m.compact_after,
+        )
+        for m in messages
+        if m.compact_before
+    ]
+    created = commit.commit([m for m in appended if m.new_files])
+    if compacted:
+        try:
+            created += commit.commit(compacted)
+        except (CommitConflictError, CommitRetriesExhaustedError) as exc:
+            logger.info("inline compaction of %s lost a race: %s", commit.table.identifier, exc)
+            commit.abort(compacted)
+    return created
 
 
 def open_table(uri: str, storage_options: Mapping[str, str] | None = None, **dynamic_options: Any) -> Table:

@@ -24,6 +24,7 @@ from paimon_core.table._convert import conform_batch, iter_batches
 from paimon_core.table._messages import CommitMessage
 
 if TYPE_CHECKING:
+    from paimon_core.compact import InlineBucketCompaction
     from paimon_core.table._table import Table
 
 logger = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ class _BucketWriter:
     bucket: int
     next_seq: int
     target_size: int
+    file_source: int = _FILE_SOURCE_APPEND
     buffered: list[pa.RecordBatch] = field(default_factory=list)
     buffered_bytes: int = 0
     written: list[DataFileMeta] = field(default_factory=list)
@@ -173,7 +175,7 @@ class _BucketWriter:
                 creation_time=local_wall_clock_millis(),
                 delete_row_count=0,
                 embedded_index=None,
-                file_source=_FILE_SOURCE_APPEND,
+                file_source=self.file_source,
                 value_stats_cols=stats_cols,
                 external_path=None,
                 first_row_id=None,
@@ -226,6 +228,12 @@ class TableWrite:
         self._target_size = table.options.target_file_size(bool(table.schema.primary_keys))
         self._restored_seq: dict[tuple[bytes, int], int] | None = None
         self._closed = False
+        # Inline compaction (spec §6.1): bucketed writers compact per bucket unless write-only.
+        self._inline: InlineBucketCompaction | None = None
+        if table.bucket > 0 and not table.options.get_option(opts.WRITE_ONLY):
+            from paimon_core.compact import InlineBucketCompaction
+
+            self._inline = InlineBucketCompaction(table)
 
     def write(self, data: Any) -> None:
         """Write an Arrow table / batch / reader, an iterable of batches, or a pandas DataFrame.
@@ -305,11 +313,15 @@ class TableWrite:
             return 0
         if self._restored_seq is None:
             self._restored_seq = {}
+            restored: dict[tuple[bytes, int], list[DataFileMeta]] = {}
             for entry in self.table.live_entries():
                 key = (entry.partition, entry.bucket)
+                restored.setdefault(key, []).append(entry.file)
                 seq = entry.file.max_sequence_number + 1
                 if seq > self._restored_seq.get(key, 0):
                     self._restored_seq[key] = seq
+            if self._inline is not None:
+                self._inline.restore(restored)
         return self._restored_seq.get((partition, bucket), 0)
 
     def _bound_memory(self) -> None:
@@ -326,8 +338,26 @@ class TableWrite:
         messages = []
         for (partition, bucket), writer in self._writers.items():
             files = writer.close()
-            if files:
-                messages.append(CommitMessage(partition, bucket, self.table.bucket, new_files=tuple(files)))
+            before: tuple[DataFileMeta, ...] = ()
+            after: tuple[DataFileMeta, ...] = ()
+            if self._inline is not None:
+                before, after = self._inline.compact(partition, bucket, files)
+            if files or before:
+                messages.append(
+                    CommitMessage(
+                        partition,
+                        bucket,
+                        self.table.bucket,
+                        new_files=tuple(files),
+                        compact_before=before,
+                        compact_after=after,
+                    )
+                )
+        options = self.table.options
+        if options.get_option(opts.PRECOMMIT_COMPACT) and not options.get_option(opts.WRITE_ONLY):
+            from paimon_core.compact import precommit_compact
+
+            messages = precommit_compact(self.table, messages)
         return messages
 
     def abort(self, messages: list[CommitMessage] | None = None) -> None:
@@ -335,7 +365,9 @@ class TableWrite:
         paths = [p for writer in self._writers.values() for p in writer.abort()]
         for message in messages or ():
             directory = self.table.bucket_dir(message.partition, message.bucket)
-            paths.extend(join_path(directory, f.file_name) for f in message.new_files)
+            paths.extend(
+                join_path(directory, f.file_name) for f in (*message.new_files, *message.compact_after)
+            )
         for path in paths:
             try:
                 self.table.storage.delete(path)

@@ -1,0 +1,452 @@
+"""The dedicated compaction job (Paimon's ``compact`` action): plan, run tasks in parallel, commit COMPACT.
+
+A job plans from the snapshot it reads (the unaware-bucket coordinator, the per-bucket rules of bucketed
+tables, or sort compaction), hands the tasks to a runner, and commits all results as one COMPACT snapshot.
+The commit checks that every rewritten file is still live. When another compaction or an overwrite removed
+some inputs first, the affected results are dropped (their files deleted), the rest is committed, and the
+job re-plans from the new latest snapshot: losing a race is never a failure. Appends never conflict with a
+compaction, so rows appended meanwhile are kept.
+
+``batch`` mode compacts once (re-planning after lost races); ``streaming`` keeps compacting as new snapshots
+land until stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TextIO
+
+from paimon_core import options as opts
+from paimon_core.compact._bucketed import BucketCompactManager, pick_full_compaction
+from paimon_core.compact._coordinator import TableCoordinator
+from paimon_core.compact._partitions import PartitionFilter, PartitionSpecs
+from paimon_core.compact._runner import CompactionTask, LocalRunner, TaskRunner, delete_outputs
+from paimon_core.compact._sort import SortCompactTask, check_sort_columns
+from paimon_core.compact._task import CompactTask
+from paimon_core.errors import (
+    CommitConflictError,
+    CommitRetriesExhaustedError,
+    CommitStateUnknownError,
+    ConfigError,
+)
+from paimon_core.manifest import DataFileMeta, FileIdentifier, ManifestEntry
+from paimon_core.table._commit import TableCommit
+from paimon_core.table._messages import CommitMessage
+from paimon_core.table._scan import live_entries
+
+if TYPE_CHECKING:
+    from paimon_core.table import Table
+
+__all__ = ["MODES", "CompactJob", "CompactSummary", "Progress", "compact_table"]
+
+logger = logging.getLogger(__name__)
+
+MODES = ("batch", "streaming")
+_MAX_BATCH_REPLANS = 20
+
+
+def human_size(size: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
+
+
+@dataclass
+class CompactSummary:
+    """What a compaction job did.
+
+    ``files_*`` / ``bytes_*`` count the live files of the compacted partitions before the first and after
+    the last round (files appended meanwhile included); ``rewritten_*`` count the inputs and outputs of the
+    committed tasks.
+    """
+
+    table: str
+    files_before: int = 0
+    bytes_before: int = 0
+    files_after: int = 0
+    bytes_after: int = 0
+    tasks: int = 0
+    rewritten_files: int = 0
+    rewritten_bytes: int = 0
+    written_files: int = 0
+    written_bytes: int = 0
+    snapshots: list[int] = field(default_factory=list)
+    replans: int = 0
+    rounds: int = 0
+    seconds: float = 0.0
+
+    def merge(self, other: CompactSummary) -> None:
+        """Add another job's counts (compact_database sums its tables)."""
+        for name in (
+            "files_before", "bytes_before", "files_after", "bytes_after", "tasks", "rewritten_files",
+            "rewritten_bytes", "written_files", "written_bytes", "replans", "rounds",
+        ):  # fmt: skip
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.snapshots.extend(other.snapshots)
+        self.seconds = max(self.seconds, other.seconds)
+
+    def __str__(self) -> str:
+        return (
+            f"{self.table}: {self.files_before} files ({human_size(self.bytes_before)}) -> "
+            f"{self.files_after} files ({human_size(self.bytes_after)}); {self.tasks} tasks rewrote "
+            f"{self.rewritten_files} files ({human_size(self.rewritten_bytes)}) into {self.written_files} "
+            f"({human_size(self.written_bytes)}); {len(self.snapshots)} COMPACT snapshots, "
+            f"{self.replans} re-plans, {self.seconds:.1f} s"
+        )
+
+
+class Progress:
+    """Plain-text progress on a terminal: one line rewritten in place. Silent when not enabled.
+
+    Args:
+        enabled: None = only when ``stream`` is a terminal.
+        stream: where to write (stderr by default).
+    """
+
+    def __init__(self, enabled: bool | None = None, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.enabled = self.stream.isatty() if enabled is None else enabled
+        self._lock = threading.Lock()
+        self._width = 0
+
+    def update(self, label: str, done: int, total: int, done_bytes: int, total_bytes: int) -> None:
+        if not self.enabled:
+            return
+        width = 24
+        filled = width * done // total if total else width
+        bar = "#" * filled + "-" * (width - filled)
+        line = f"{label} [{bar}] {done}/{total} tasks {human_size(done_bytes)}/{human_size(total_bytes)}"
+        with self._lock:
+            self.stream.write("\r" + line.ljust(self._width))
+            self._width = len(line)
+            if done >= total:
+                self.stream.write("\n")
+                self._width = 0
+            self.stream.flush()
+
+    def message(self, text: str) -> None:
+        if self.enabled:
+            with self._lock:
+                self.stream.write(text + "\n")
+                self.stream.flush()
+
+
+@dataclass
+class _Round:
+    tasks: int = 0
+    snapshots: list[int] = field(default_factory=list)
+    conflicted: bool = False
+    planned: bool = False
+
+
+class CompactJob:
+    """Compaction of one table, round by round; see the module docstring.
+
+    Args:
+        table: the table.
+        partitions: a partition filter (``"dt=1,hh=2;dt=3"``, a dict, or a list of either).
+        streaming: keep compacting new snapshots (only :meth:`run` cares).
+        order_strategy: ``order`` or ``zorder`` for sort compaction of the chosen partitions (batch only).
+        order_by: the sort columns.
+        runner: runs the tasks; a :class:`LocalRunner` on threads by default.
+        progress: progress display; None = a :class:`Progress` on stderr when it is a terminal.
+        commit_user: the committer's identity (a fresh one by default).
+    """
+
+    def __init__(
+        self,
+        table: Table,
+        *,
+        partitions: PartitionSpecs = None,
+        streaming: bool = False,
+        order_strategy: str | None = None,
+        order_by: Sequence[str] | str = (),
+        runner: TaskRunner | None = None,
+        progress: Progress | None = None,
+        commit_user: str | None = None,
+    ) -> None:
+        self.table = table
+        self.streaming = streaming
+        self.partition_filter = PartitionFilter.of(table, partitions)
+        self.predicate = self.partition_filter.predicate() if self.partition_filter else None
+        if isinstance(order_by, str):
+            order_by = [c.strip() for c in order_by.split(",") if c.strip()]
+        self.order_by = tuple(order_by)
+        self.order_strategy = order_strategy.lower() if order_strategy else None
+        if self.order_strategy is not None:
+            check_sort_columns(table, self.order_strategy, self.order_by)
+            if streaming:
+                raise ConfigError("sort compaction runs in batch mode only")
+        elif self.order_by:
+            raise ConfigError("order_by needs an order_strategy ('order' or 'zorder')")
+        self._own_runner = runner is None
+        self.runner: TaskRunner = runner if runner is not None else LocalRunner()
+        self.progress = progress if progress is not None else Progress()
+        self.committer = TableCommit(table, commit_user)
+        self.coordinator = (
+            TableCoordinator(table, self.partition_filter, self.predicate) if table.bucket == -1 else None
+        )
+        self._last_planned_snapshot: int | None = None
+        self.summary = CompactSummary(table.identifier)
+
+    # --- planning ------------------------------------------------------------------------------------
+
+    def _live(self) -> list[ManifestEntry]:
+        latest = self.table.snapshot_manager.latest()
+        entries = live_entries(self.table, latest, self.predicate)
+        if self.partition_filter is None:
+            return entries
+        accept = self.partition_filter
+        return [e for e in entries if accept(self.table.partition_values(e.partition))]
+
+    def plan(self) -> list[CompactionTask]:
+        """Plan tasks against the latest snapshot (the unaware coordinator reads only what is new)."""
+        if self.order_strategy is not None:
+            return self._plan_sort()
+        if self.coordinator is not None:
+            if not self.coordinator.scan() and self.streaming:
+                return []  # nothing new: partitions age only when snapshots arrive
+            return list(self.coordinator.plan())
+        return self._plan_bucketed()
+
+    def _plan_sort(self) -> list[CompactionTask]:
+        assert self.order_strategy is not None
+        groups: dict[bytes, list[DataFileMeta]] = {}
+        for entry in self._live():
+            groups.setdefault(entry.partition, []).append(entry.file)
+        return [
+            SortCompactTask(partition, tuple(files), self.order_strategy, self.order_by)
+            for partition, files in groups.items()
+        ]
+
+    def _plan_bucketed(self) -> list[CompactionTask]:
+        latest_id = self.table.snapshot_manager.latest_id()
+        if latest_id is None or (self.streaming and latest_id == self._last_planned_snapshot):
+            return []
+        self._last_planned_snapshot = latest_id
+        options = self.table.options
+        target = options.target_file_size(bool(self.table.schema.primary_keys))
+        force = options.get_option(opts.COMPACTION_FORCE_REWRITE_ALL_FILES)
+        min_files = options.get_option(opts.COMPACTION_MIN_FILE_NUM)
+        groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
+        for entry in self._live():
+            groups.setdefault((entry.partition, entry.bucket), []).append(entry)
+        tasks: list[CompactionTask] = []
+        for (partition, bucket), entries in groups.items():
+            files = [e.file for e in entries]
+            if self.streaming:
+                picked = BucketCompactManager(min_files, target, files).pick_compact_before()
+            else:
+                picked = pick_full_compaction(files, target, force)
+            if picked and (len(picked) > 1 or force):
+                tasks.append(CompactTask(partition, bucket, entries[0].total_buckets, tuple(picked)))
+        return tasks
+
+    # --- running and committing ------------------------------------------------------------------------
+
+    def execute(self, tasks: Sequence[CompactionTask]) -> list[CommitMessage]:
+        """Run the tasks with the runner, showing progress."""
+        total_bytes = sum(t.input_bytes for t in tasks)
+        done_bytes = 0
+        messages: list[CommitMessage] = []
+        label = f"compact {self.table.identifier}"
+        self.progress.update(label, 0, len(tasks), 0, total_bytes)
+        try:
+            for message in self.runner(self.table, tasks):
+                messages.append(message)
+                done_bytes += sum(f.file_size for f in message.compact_before)
+                self.progress.update(label, len(messages), len(tasks), done_bytes, total_bytes)
+        except BaseException:
+            delete_outputs(self.table, messages)
+            raise
+        return messages
+
+    def commit(self, messages: Sequence[CommitMessage]) -> tuple[list[int], bool]:
+        """Commit as COMPACT; results whose inputs are gone are dropped. Returns (snapshot ids, conflicted)."""
+        pending = [m for m in messages if m.compact_before]
+        conflicted = False
+        while pending:
+            try:
+                created = self.committer.commit(pending)
+            except CommitConflictError as exc:
+                conflicted = True
+                logger.info("compaction of %s lost a race (%s); re-planning", self.table.identifier, exc)
+                live = {e.identifier() for e in live_entries(self.table, self.table.latest_snapshot())}
+                still: list[CommitMessage] = []
+                lost: list[CommitMessage] = []
+                for message in pending:
+                    keys = _identifiers(message)
+                    (still if keys <= live else lost).append(message)
+                delete_outputs(self.table, lost)
+                if not lost:  # nothing identifiable to drop: give the whole round up
+                    delete_outputs(self.table, still)
+                    return [], True
+                pending = still
+                continue
+            except CommitRetriesExhaustedError:
+                logger.warning("compaction of %s kept losing the race for a snapshot id; re-planning",
+                               self.table.identifier)  # fmt: skip
+                delete_outputs(self.table, pending)
+                return [], True
+            except CommitStateUnknownError:
+                # The snapshot may exist: never delete its files; re-plan from what is really live.
+                logger.warning(
+                    "compaction commit of %s has an unknown outcome; re-planning", self.table.identifier
+                )
+                return [], True
+            self._count(pending)
+            return created, conflicted
+        return [], conflicted
+
+    def _count(self, messages: Iterable[CommitMessage]) -> None:
+        for message in messages:
+            self.summary.tasks += 1
+            self.summary.rewritten_files += len(message.compact_before)
+            self.summary.rewritten_bytes += sum(f.file_size for f in message.compact_before)
+            self.summary.written_files += len(message.compact_after)
+            self.summary.written_bytes += sum(f.file_size for f in message.compact_after)
+
+    def run_round(self) -> _Round:
+        """Plan, run, commit once."""
+        result = _Round()
+        tasks = self.plan()
+        result.planned = bool(tasks)
+        result.tasks = len(tasks)
+        self.summary.rounds += 1
+        if not tasks:
+            return result
+        messages = self.execute(tasks)
+        result.snapshots, result.conflicted = self.commit(messages)
+        self.summary.snapshots.extend(result.snapshots)
+        if result.conflicted:
+            self.summary.replans += 1
+            if self.coordinator is not None:
+                self.coordinator.restart()
+            self._last_planned_snapshot = None
+        return result
+
+    def live_totals(self) -> tuple[int, int]:
+        """(file count, bytes) of the live files of the chosen partitions."""
+        entries = self._live()
+        return len(entries), sum(e.file.file_size for e in entries)
+
+    def run(
+        self,
+        stop: threading.Event | None = None,
+        *,
+        poll_interval: float | None = None,
+        max_rounds: int | None = None,
+    ) -> CompactSummary:
+        """Run the job: once (batch, plus re-plans after lost races) or until ``stop`` is set (streaming).
+
+        Args:
+            stop: ends a streaming job after its current round.
+            poll_interval: seconds between looks for new snapshots; ``continuous.discovery-interval``
+                by default.
+            max_rounds: end after this many rounds (tests, bounded runs).
+        """
+        start = time.monotonic()
+        if poll_interval is None:
+            poll_interval = self.table.options.get_option(opts.CONTINUOUS_DISCOVERY_INTERVAL) / 1000
+        stop = stop or threading.Event()
+        self.summary.files_before, self.summary.bytes_before = self.live_totals()
+        try:
+            rounds = 0
+            while not stop.is_set():
+                result = self.run_round()
+                rounds += 1
+                if max_rounds is not None and rounds >= max_rounds:
+                    break
+                if not self.streaming:
+                    if not (result.conflicted and self.summary.replans <= _MAX_BATCH_REPLANS):
+                        break
+                    continue
+                if not result.planned or not result.snapshots:
+                    stop.wait(poll_interval)
+        except KeyboardInterrupt:
+            self.progress.message("compaction interrupted; stopping")
+        finally:
+            if self._own_runner and isinstance(self.runner, LocalRunner):
+                self.runner.close()
+        self.summary.files_after, self.summary.bytes_after = self.live_totals()
+        self.summary.seconds = time.monotonic() - start
+        self.progress.message(str(self.summary))
+        return self.summary
+
+
+def _identifiers(message: CommitMessage) -> set[FileIdentifier]:
+    return {
+        FileIdentifier(
+            message.partition,
+            message.bucket,
+            f.level,
+            f.file_name,
+            f.extra_files,
+            f.embedded_index,
+            f.external_path,
+        )
+        for f in message.compact_before
+    }
+
+
+def compact_table(
+    table: Table,
+    *,
+    partitions: PartitionSpecs = None,
+    mode: str = "batch",
+    order_strategy: str | None = None,
+    order_by: Sequence[str] | str = (),
+    parallelism: int | None = None,
+    processes: bool = False,
+    runner: TaskRunner | None = None,
+    progress: bool | Progress | None = None,
+    stop: threading.Event | None = None,
+    poll_interval: float | None = None,
+    max_rounds: int | None = None,
+) -> CompactSummary:
+    """Compact a table: Paimon's ``compact`` action / procedure.
+
+    Args:
+        table: the table.
+        partitions: only these partitions (``"dt=2024-01-01,hh=1;dt=2024-01-02"``: ``,`` = AND, ``;`` = OR),
+            a ``{"dt": ...}`` dict, or a list of either.
+        mode: ``batch`` (compact once) or ``streaming`` (keep compacting new snapshots until ``stop``).
+        order_strategy: ``order`` or ``zorder``: sort compaction of the chosen partitions by ``order_by``.
+        order_by: sort columns (a list, or ``"a,b"``).
+        parallelism: tasks run at once (default: CPU count).
+        processes: run tasks in local processes instead of threads.
+        runner: a custom task runner (e.g. Spark executors); overrides ``parallelism``/``processes``.
+        progress: show progress (None: when stderr is a terminal), or a :class:`Progress`.
+        stop: ends a streaming job.
+        poll_interval: seconds between looks for new snapshots in streaming mode.
+        max_rounds: end after this many rounds.
+
+    Returns:
+        A :class:`CompactSummary`.
+    """
+    if mode not in MODES:
+        raise ConfigError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    display = progress if isinstance(progress, Progress) else Progress(progress)
+    own_runner = runner is None
+    active_runner: TaskRunner = runner or LocalRunner(parallelism, processes)
+    try:
+        job = CompactJob(
+            table,
+            partitions=partitions,
+            streaming=mode == "streaming",
+            order_strategy=order_strategy,
+            order_by=order_by,
+            runner=active_runner,
+            progress=display,
+        )
+        return job.run(stop, poll_interval=poll_interval, max_rounds=max_rounds)
+    finally:
+        if own_runner and isinstance(active_runner, LocalRunner):
+            active_runner.close()

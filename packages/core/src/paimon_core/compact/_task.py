@@ -1,0 +1,145 @@
+"""Compaction tasks: rewrite input files of one (partition, bucket) into target-size files.
+
+A task is plain picklable data (the files to rewrite and where they live); :meth:`CompactTask.run` reads the
+inputs in order and writes them with the table's rolling writer. Outputs are numbered from the first input's
+minimum sequence number and carry ``_FILE_SOURCE = 1`` (COMPACT). The returned
+:class:`~paimon_core.table.CommitMessage` holds ``compact_before`` = the inputs (exact copies of their
+manifest entries' files) and ``compact_after`` = the outputs; a committer turns it into a COMPACT snapshot.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from paimon_core.manifest import DataFileMeta, FileSource
+from paimon_core.table._messages import CommitMessage
+from paimon_core.table._read import TableRead
+from paimon_core.table._scan import DataSplit
+from paimon_core.table._write import _BucketWriter
+
+if TYPE_CHECKING:
+    from paimon_core.table import Table
+
+__all__ = ["CompactTask", "read_files", "rewrite_files", "write_sorted"]
+
+logger = logging.getLogger(__name__)
+
+_PREFETCH_BYTES = 64 << 20  # compressed input bytes read ahead of the writer
+_READ_THREADS = 4
+
+
+@dataclass(frozen=True)
+class CompactTask:
+    """Rewrite ``files`` (at least two) of one (partition, bucket) into files of ``target-file-size``.
+
+    Attributes:
+        partition: the stored partition bytes.
+        bucket: the bucket (0 for unaware-bucket tables).
+        total_buckets: the ``_TOTAL_BUCKETS`` of the inputs' entries (-1 for unaware-bucket tables).
+        files: the inputs, in the order they are rewritten.
+    """
+
+    partition: bytes
+    bucket: int
+    total_buckets: int
+    files: tuple[DataFileMeta, ...]
+
+    @property
+    def input_bytes(self) -> int:
+        return sum(f.file_size for f in self.files)
+
+    def run(self, table: Table) -> CommitMessage:
+        after = rewrite_files(table, self.partition, self.bucket, self.files)
+        return CommitMessage(
+            self.partition,
+            self.bucket,
+            self.total_buckets,
+            compact_before=self.files,
+            compact_after=tuple(after),
+        )
+
+
+def read_files(
+    table: Table, partition: bytes, bucket: int, files: Sequence[DataFileMeta]
+) -> Iterator[pa.Table]:
+    """The contents of ``files`` in order (current schema), read ahead on a few threads."""
+    split = DataSplit(0, partition, bucket, table.bucket_dir(partition, bucket), tuple(files))
+    read = TableRead(table)
+    with ThreadPoolExecutor(max_workers=_READ_THREADS, thread_name_prefix="paimon-compact-read") as pool:
+        pending: deque[tuple[Future[pa.Table], int]] = deque()
+        in_flight = 0
+        upcoming = iter(files)
+        exhausted = False
+        while True:
+            while not exhausted and (not pending or in_flight < _PREFETCH_BYTES):
+                file = next(upcoming, None)
+                if file is None:
+                    exhausted = True
+                    break
+                pending.append((pool.submit(read.read_file, split, file), file.file_size))
+                in_flight += file.file_size
+            if not pending:
+                return
+            future, size = pending.popleft()
+            in_flight -= size
+            yield future.result()
+
+
+def _new_writer(
+    table: Table, partition: bytes, bucket: int, first_sequence: int, file_source: int
+) -> _BucketWriter:
+    return _BucketWriter(
+        table=table,
+        partition=partition,
+        directory=table.bucket_dir(partition, bucket),
+        bucket=bucket,
+        next_seq=first_sequence,
+        target_size=table.options.target_file_size(bool(table.schema.primary_keys)),
+        file_source=file_source,
+    )
+
+
+def write_sorted(
+    table: Table,
+    partition: bytes,
+    bucket: int,
+    data: Iterator[pa.Table],
+    first_sequence: int,
+    file_source: int = FileSource.COMPACT,
+) -> list[DataFileMeta]:
+    """Write ``data`` with the rolling writer; on any failure the files written so far are deleted."""
+    writer = _new_writer(table, partition, bucket, first_sequence, int(file_source))
+    try:
+        for chunk in data:
+            for batch in chunk.to_batches():
+                if batch.num_rows:
+                    writer.add(batch)
+        return writer.close()
+    except BaseException:
+        for path in writer.abort():
+            try:
+                table.storage.delete(path)
+            except OSError:
+                logger.warning("could not delete %s after a failed compaction", path, exc_info=True)
+        raise
+
+
+def rewrite_files(
+    table: Table,
+    partition: bytes,
+    bucket: int,
+    files: Sequence[DataFileMeta],
+    file_source: int = FileSource.COMPACT,
+) -> list[DataFileMeta]:
+    """Rewrite ``files`` in order into target-size files numbered from the first input's min sequence."""
+    if not files:
+        return []
+    data = read_files(table, partition, bucket, files)
+    return write_sorted(table, partition, bucket, data, files[0].min_sequence_number, file_source)
