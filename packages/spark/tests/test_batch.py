@@ -121,7 +121,10 @@ def test_append_overwrite_static_and_dynamic(spark: Any, warehouse: str) -> None
     assert reader(spark, warehouse).load("db.t").count() == 33
     # dynamic: only partition p=1 is replaced
     writer(
-        spark.range(200, 202).selectExpr("id", "1 as p"), warehouse, "overwrite", partitionOverwriteMode="dynamic"
+        spark.range(200, 202).selectExpr("id", "1 as p"),
+        warehouse,
+        "overwrite",
+        partitionOverwriteMode="dynamic",
     ).save("db.t")
     got = rows(reader(spark, warehouse).load("db.t"))
     assert sorted(r["id"] for r in got if r["p"] == 1) == [200, 201]

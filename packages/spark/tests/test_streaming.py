@@ -32,7 +32,10 @@ def make_source(warehouse: str, partitioned: bool = False) -> Any:
 def run_once(spark: Any, warehouse: str, checkpoint: str, **source_options: str) -> Any:
     """One availableNow run: db.src → db.dst."""
     stream = (
-        spark.readStream.format("paimon").option("warehouse", warehouse).options(**source_options).load("db.src")
+        spark.readStream.format("paimon")
+        .option("warehouse", warehouse)
+        .options(**source_options)
+        .load("db.src")
     )
     query = (
         stream.writeStream.format("paimon")
@@ -50,7 +53,9 @@ def dst_ids(warehouse: str) -> list[int]:
     return sorted(Catalog.open(warehouse).get_table("db.dst").to_arrow().column("id").to_pylist())
 
 
-def test_stream_to_stream_exactly_once_across_restarts_and_replays(spark: Any, warehouse: str, tmp_path: Path) -> None:
+def test_stream_to_stream_exactly_once_across_restarts_and_replays(
+    spark: Any, warehouse: str, tmp_path: Path
+) -> None:
     source = make_source(warehouse)
     source.append(batch(0, 10))
     source.append(batch(10, 10))

@@ -42,7 +42,10 @@ PAIMON_TO_SPARK = [
     ("TIMESTAMP(6) WITH LOCAL TIME ZONE", st.TimestampType()),
     ("VARIANT", st.VariantType()),
     ({"type": "ARRAY", "element": "INT NOT NULL"}, st.ArrayType(st.IntegerType(), False)),
-    ({"type": "MAP", "key": "STRING NOT NULL", "value": "DOUBLE"}, st.MapType(st.StringType(), st.DoubleType())),
+    (
+        {"type": "MAP", "key": "STRING NOT NULL", "value": "DOUBLE"},
+        st.MapType(st.StringType(), st.DoubleType()),
+    ),
     (
         {
             "type": "ROW",
@@ -107,7 +110,10 @@ def test_round_trip_of_every_mappable_type() -> None:
 
 def test_struct_fields_keep_nullability_and_comment() -> None:
     spark_type = st.StructType(
-        [st.StructField("x", st.IntegerType(), False, {"comment": "the x"}), st.StructField("y", st.StringType())]
+        [
+            st.StructField("x", st.IntegerType(), False, {"comment": "the x"}),
+            st.StructField("y", st.StringType()),
+        ]
     )
     row = from_spark_type(spark_type)
     assert str(row) == "ROW<`x` INT NOT NULL COMMENT 'the x', `y` STRING>"

@@ -112,7 +112,9 @@ class SourceConfig:
         warehouse = lowered.get("warehouse")
         is_path = "/" in location or "://" in location or "\\" in location
         if not is_path and not warehouse:
-            raise ConfigError(f"table {location!r} is an identifier: set option('warehouse', ...)", "warehouse")
+            raise ConfigError(
+                f"table {location!r} is an identifier: set option('warehouse', ...)", "warehouse"
+            )
         catalog = lowered.get("catalog", DEFAULT_CATALOG)
         database, table = cls._names(location, is_path)
         table_options = conf_dynamic_options(session_conf or {}, catalog, database, table)

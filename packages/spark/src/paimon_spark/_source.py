@@ -71,7 +71,9 @@ def _partitions(splits: Sequence[DataSplit], terms: Sequence[Term]) -> list[Paim
     return [PaimonPartition(i, (split,), terms) for i, split in enumerate(splits)]
 
 
-def _read_partition(config: SourceConfig, schema: StructType, partition: PaimonPartition) -> Iterator[pa.RecordBatch]:
+def _read_partition(
+    config: SourceConfig, schema: StructType, partition: PaimonPartition
+) -> Iterator[pa.RecordBatch]:
     if not partition.splits:
         return
     table = config.open_table()
@@ -306,7 +308,9 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return ReadMaxRows(self.config.max_rows_per_trigger)
         return ReadAllAvailable()
 
-    def latestOffset(self, start: dict[str, Any] | None = None, limit: ReadLimit | None = None) -> dict[str, Any]:
+    def latestOffset(
+        self, start: dict[str, Any] | None = None, limit: ReadLimit | None = None
+    ) -> dict[str, Any]:
         if start is not None:
             begin = _position(start)
             # Spark plans the next batch only after the previous one (ending at ``start``) is committed

@@ -100,7 +100,9 @@ def to_spark_type(data_type: DataType, char_semantics: bool = False) -> st.DataT
         char_cls, varchar_cls = _char_types(char_semantics)
         if char_cls is None or data_type.length == string_type().length:
             return st.StringType()
-        return char_cls(data_type.length) if isinstance(data_type, CharType) else varchar_cls(data_type.length)
+        return (
+            char_cls(data_type.length) if isinstance(data_type, CharType) else varchar_cls(data_type.length)
+        )
     if isinstance(data_type, DecimalType):
         return st.DecimalType(data_type.precision, data_type.scale)
     if isinstance(data_type, TimeType):
