@@ -17,10 +17,10 @@ import time
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql import SparkSession
 
-import paimon_spark  # noqa: E402
-from paimon_core import Catalog  # noqa: E402
+import paimon_spark
+from paimon_core import Catalog
 
 ROWS_PER_SECOND = 200
 
