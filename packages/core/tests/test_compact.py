@@ -1,0 +1,373 @@
+"""Compaction end to end: tasks, the batch and streaming job, races, inline compaction, precommit-compact."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from paimon_core import Catalog, CommitMessage
+from paimon_core.compact import (
+    CompactJob,
+    CompactTask,
+    LocalRunner,
+    compact_table,
+    precommit_compact,
+)
+from paimon_core.manifest import FileSource
+from paimon_core.snapshot import CommitKind
+
+SCHEMA = pa.schema([pa.field("k", pa.string()), pa.field("id", pa.int64()), pa.field("payload", pa.string())])
+SMALL = {
+    "write-only": "true",
+    "target-file-size": "256 kb",
+    "source.split.open-file-cost": "1 b",
+    "compaction.min.file-num": "3",
+}
+
+
+def rows(start: int, count: int, keys: Sequence[str] = ("a", "b", "c")) -> pa.Table:
+    ids = np.arange(start, start + count)
+    rng = np.random.default_rng(start)
+    return pa.table(
+        {
+            "k": [keys[i % len(keys)] for i in ids],
+            "id": ids,
+            # Random text compresses badly, so file sizes follow the row counts.
+            "payload": [rng.bytes(40).hex() for _ in ids],
+        },
+        schema=SCHEMA,
+    )
+
+
+def table_of(catalog: Catalog, name: str = "db.t", **options: str) -> Any:
+    return catalog.create_table(name, SCHEMA, partition_keys=["k"], options={**SMALL, **options})
+
+
+def ids(table: Any) -> list[int]:
+    return sorted(table.to_arrow(columns=["id"]).column("id").to_pylist())
+
+
+def kinds(table: Any) -> list[CommitKind]:
+    return [s.commit_kind for s in table.snapshots()]
+
+
+def test_task_rewrites_to_target_size_with_sequence_numbers_from_the_first_input(catalog: Catalog) -> None:
+    table = table_of(catalog, **{"target-file-size": "64 kb"})
+    for start in range(0, 6000, 500):
+        table.append(rows(start, 500, keys=["a"]))
+    entries = table.live_entries()
+    inputs = tuple(sorted((e.file for e in entries), key=lambda f: f.file_name))
+    task = CompactTask(entries[0].partition, 0, -1, inputs)
+    message = task.run(table)
+    after = message.compact_after
+    target = 64 * 1024
+    assert message.compact_before == inputs
+    assert len(after) >= 3
+    assert all(0.5 * target <= f.file_size <= 1.5 * target for f in after[:-1])
+    assert after[-1].file_size <= 1.5 * target
+    assert sum(f.row_count for f in after) == sum(f.row_count for f in inputs)
+    assert after[0].min_sequence_number == inputs[0].min_sequence_number
+    for prev, nxt in itertools.pairwise(after):
+        assert nxt.min_sequence_number == prev.max_sequence_number + 1
+    assert all(f.file_source == FileSource.COMPACT and f.level == 0 for f in after)
+    table.new_commit().commit([message])
+    assert kinds(table)[-1] == CommitKind.COMPACT
+    assert ids(table) == list(range(6000))
+
+
+def test_batch_job_compacts_into_fewer_files_and_reads_back_identically(catalog: Catalog) -> None:
+    table = table_of(catalog)
+    for start in range(0, 3000, 100):
+        table.append(rows(start, 100))
+    before = table.to_arrow().sort_by("id")
+    files_before = len(table.live_entries())
+    summary = compact_table(table, progress=False)
+    assert kinds(table).count(CommitKind.COMPACT) == 1
+    assert table.to_arrow().sort_by("id").equals(before)
+    assert summary.files_before == files_before == 90
+    assert summary.files_after == len(table.live_entries()) < files_before
+    assert summary.tasks >= 3 and summary.rewritten_files > 0 and summary.snapshots
+    assert "files" in str(summary)
+
+
+def test_small_files_converge_to_target_over_repeated_runs(catalog: Catalog) -> None:
+    table = table_of(catalog)
+    target = 256 * 1024
+    for start in range(0, 12_000, 200):
+        table.append(rows(start, 200, keys=["a"]))
+    for _ in range(4):
+        compact_table(table, progress=False)
+    sizes = sorted(e.file.file_size for e in table.live_entries())
+    small = [s for s in sizes if s < 0.7 * target]
+    assert len(small) <= 2, sizes  # what the min-file-num rule leaves behind
+    assert len(sizes) <= 12_000 * 90 // target + 3
+    assert ids(table) == list(range(12_000))
+
+
+def test_partition_filter_compacts_only_chosen_partitions(catalog: Catalog) -> None:
+    table = table_of(catalog)
+    for start in range(0, 1200, 100):
+        table.append(rows(start, 100, keys=["a", "b", "c"]))
+    per_partition = lambda: {  # noqa: E731
+        table.partition_values(p)["k"]: n for p, n in _count_by_partition(table.live_entries()).items()
+    }
+    assert per_partition() == {"a": 12, "b": 12, "c": 12}
+    compact_table(table, partitions="k=a;k=c", progress=False)
+    counts = per_partition()
+    assert counts["b"] == 12 and counts["a"] < 12 and counts["c"] < 12
+    compact_table(table, partitions=[{"k": "b"}], progress=False)
+    assert per_partition()["b"] < 12
+    assert ids(table) == list(range(1200))
+
+
+def _count_by_partition(entries: Any) -> dict[bytes, int]:
+    counts: dict[bytes, int] = {}
+    for entry in entries:
+        counts[entry.partition] = counts.get(entry.partition, 0) + 1
+    return counts
+
+
+class _Interfering:
+    """A runner that does something to the table after the tasks ran, before the job commits."""
+
+    def __init__(self, action: Any) -> None:
+        self.action = action
+        self.calls = 0
+
+    def __call__(self, table: Any, tasks: Sequence[Any]) -> Iterator[CommitMessage]:
+        messages = [t.run(table) for t in tasks]
+        self.calls += 1
+        if self.calls == 1:
+            self.action()
+        yield from messages
+
+
+def test_a_compaction_that_loses_to_an_overwrite_is_replanned(catalog: Catalog) -> None:
+    table = table_of(catalog)
+    for start in range(0, 900, 100):
+        table.append(rows(start, 100))
+    replacement = pa.table({"k": ["a"], "id": [-1], "payload": ["x"]}, schema=SCHEMA)
+    runner = _Interfering(lambda: catalog.get_table("db.t").overwrite(replacement, partition={"k": "a"}))
+    summary = compact_table(table, runner=runner, progress=False)
+    assert summary.replans == 1
+    expected = sorted([-1] + [i for i in range(900) if i % 3 != 0])
+    assert ids(table) == expected  # the overwrite won for "a"; b and c were compacted, nothing lost
+    assert kinds(table).count(CommitKind.COMPACT) >= 1
+    live_names = {e.file.file_name for e in table.live_entries()}
+    directory = Path(table.bucket_dir(table.live_entries()[0].partition, 0)).parent.parent
+    on_disk = {p.name for p in directory.rglob("data-*.parquet")}
+    dropped = on_disk - live_names
+    # The lost task's outputs were deleted; only the replaced inputs (kept for time travel) remain.
+    assert all(_is_input(table, name) for name in dropped)
+
+
+def _is_input(table: Any, name: str) -> bool:
+    for snapshot in table.snapshots():
+        if any(e.file.file_name == name for e in table.live_entries(snapshot.id)):
+            return True
+    return False
+
+
+def test_a_compaction_that_loses_to_another_compaction_is_replanned(catalog: Catalog) -> None:
+    table = table_of(catalog)
+    for start in range(0, 900, 100):
+        table.append(rows(start, 100))
+    other = lambda: compact_table(catalog.get_table("db.t"), partitions="k=b", progress=False)  # noqa: E731
+    summary = compact_table(table, runner=_Interfering(other), progress=False)
+    assert summary.replans == 1
+    assert ids(table) == list(range(900))
+    assert kinds(table).count(CommitKind.COMPACT) == 2  # the winner's and this job's (a and c)
+
+
+def test_appends_during_a_compaction_are_kept(catalog: Catalog) -> None:
+    table = table_of(catalog)
+    for start in range(0, 900, 100):
+        table.append(rows(start, 100))
+    append = lambda: catalog.get_table("db.t").append(rows(900, 100))  # noqa: E731
+    summary = compact_table(table, runner=_Interfering(append), progress=False)
+    assert summary.replans == 0
+    assert ids(table) == list(range(1000))
+
+
+def test_streaming_job_compacts_new_appends_until_stopped(catalog: Catalog) -> None:
+    table = table_of(catalog)
+    stop = threading.Event()
+    result: list[Any] = []
+    job = threading.Thread(
+        target=lambda: result.append(
+            compact_table(table, mode="streaming", stop=stop, poll_interval=0.02, progress=False)
+        )
+    )
+    job.start()
+    writer = catalog.get_table("db.t")
+    try:
+        for start in range(0, 1500, 100):
+            writer.append(rows(start, 100, keys=["a"]))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and CommitKind.COMPACT not in kinds(writer):
+            time.sleep(0.05)
+        for start in range(1500, 2500, 100):  # more appends after a compaction landed
+            writer.append(rows(start, 100, keys=["a"]))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(writer.live_entries()) > 3:
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        job.join(30)
+    assert not job.is_alive()
+    assert kinds(writer).count(CommitKind.COMPACT) >= 2
+    assert len(writer.live_entries()) <= 3
+    assert ids(writer) == list(range(2500))
+    assert result and result[0].tasks >= 2
+
+
+def test_streaming_job_and_concurrent_appenders_lose_nothing(catalog: Catalog) -> None:
+    table = table_of(catalog, **{"commit.max-retries": "1000", "commit.max-retry-wait": "20 ms"})
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def append(worker: int) -> None:
+        handle = catalog.get_table("db.t")
+        try:
+            for i in range(15):
+                handle.append(rows(worker * 10_000 + i * 10, 10))
+        except BaseException as exc:
+            errors.append(exc)
+
+    job = threading.Thread(
+        target=compact_table, args=(catalog.get_table("db.t"),),
+        kwargs={"mode": "streaming", "stop": stop, "poll_interval": 0.01, "progress": False},
+    )  # fmt: skip
+    job.start()
+    writers = [threading.Thread(target=append, args=(w,)) for w in range(3)]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join()
+    time.sleep(0.3)
+    stop.set()
+    job.join(30)
+    assert errors == []
+    expected = sorted(w * 10_000 + i * 10 + j for w in range(3) for i in range(15) for j in range(10))
+    assert ids(table) == expected
+    assert CommitKind.COMPACT in kinds(table)
+
+
+# --- writers -------------------------------------------------------------------------------------------
+
+
+def test_write_only_writers_never_compact(catalog: Catalog) -> None:
+    table = table_of(catalog)
+    for start in range(0, 1000, 50):
+        table.append(rows(start, 50))
+    assert set(kinds(table)) == {CommitKind.APPEND}
+    bucketed = catalog.create_table("db.b", SCHEMA, options={**SMALL, "bucket": "2", "bucket-key": "id"})
+    for start in range(0, 1000, 50):
+        bucketed.append(rows(start, 50))
+    assert set(kinds(bucketed)) == {CommitKind.APPEND}
+
+
+def test_unaware_bucket_appends_compact_inline_by_default(catalog: Catalog) -> None:
+    options = {k: v for k, v in SMALL.items() if k != "write-only"}
+    table = catalog.create_table("db.t", SCHEMA, partition_keys=["k"], options=options)
+    for start in range(0, 600, 50):
+        table.append(rows(start, 50, keys=["a"]))
+    assert CommitKind.COMPACT in kinds(table)
+    assert len(table.live_entries()) < 12
+    assert ids(table) == list(range(600))
+    appends = [s for s in table.snapshots() if s.commit_kind == CommitKind.APPEND]
+    assert len(appends) == 12  # every append landed as its own APPEND snapshot
+
+
+def test_bucketed_writers_compact_each_bucket_inline(catalog: Catalog) -> None:
+    options = {k: v for k, v in SMALL.items() if k != "write-only"}
+    table = catalog.create_table("db.b", SCHEMA, options={**options, "bucket": "2", "bucket-key": "id"})
+    for start in range(0, 500, 50):
+        table.append(rows(start, 50))
+    assert CommitKind.COMPACT in kinds(table)
+    entries = table.live_entries()
+    assert {e.bucket for e in entries} == {0, 1}
+    assert all(e.total_buckets == 2 for e in entries)
+    assert len(entries) < 20
+    assert ids(table) == list(range(500))
+    # Sequence numbers of a bucket never overlap: the bucket's order is kept.
+    for bucket in (0, 1):
+        files = sorted((e.file for e in entries if e.bucket == bucket), key=lambda f: f.min_sequence_number)
+        for prev, nxt in itertools.pairwise(files):
+            assert nxt.min_sequence_number > prev.max_sequence_number
+
+
+def test_bucketed_dedicated_job_full_compaction(catalog: Catalog) -> None:
+    table = catalog.create_table("db.b", SCHEMA, options={**SMALL, "bucket": "2", "bucket-key": "id"})
+    for start in range(0, 400, 50):
+        table.append(rows(start, 50))
+    assert len(table.live_entries()) == 16
+    compact_table(table, progress=False)
+    entries = table.live_entries()
+    assert len(entries) == 2 and {e.bucket for e in entries} == {0, 1}
+    assert ids(table) == list(range(400))
+
+
+def test_precommit_compact_merges_small_files_of_one_commit(catalog: Catalog) -> None:
+    table = table_of(catalog, **{"precommit-compact": "true", "write-only": "false"})
+    messages: list[CommitMessage] = []
+    for worker in range(4):  # four writers (say, Spark tasks) of one commit
+        writer = table.new_write()
+        writer.write(rows(worker * 100, 100))
+        messages.extend(writer.prepare_commit())
+    originals = [f.file_name for m in messages for f in m.new_files]
+    assert len(originals) == 12
+    merged = precommit_compact(table, messages)
+    table.new_commit().commit(merged)
+    assert kinds(table) == [CommitKind.APPEND]
+    entries = table.live_entries()
+    assert len(entries) == 3  # one file per partition
+    assert all(e.file.file_source == FileSource.APPEND for e in entries)
+    assert ids(table) == list(range(400))
+    directory = Path(table.path)
+    on_disk = {p.name for p in directory.rglob("data-*.parquet")}
+    assert on_disk == {e.file.file_name for e in entries}  # the originals are gone
+
+
+def test_precommit_compact_leaves_bucketed_tables_alone(catalog: Catalog) -> None:
+    table = catalog.create_table("db.b", SCHEMA, options={**SMALL, "bucket": "2", "bucket-key": "id"})
+    writer = table.new_write()
+    writer.write(rows(0, 100))
+    messages = writer.prepare_commit()
+    assert precommit_compact(table, messages) == messages
+
+
+# --- API shape for engines ---------------------------------------------------------------------------
+
+
+def test_tasks_messages_and_table_pickle(catalog: Catalog) -> None:
+    import pickle
+
+    table = table_of(catalog, **{"target-file-size": "128 kb"})
+    for start in range(0, 600, 100):
+        table.append(rows(start, 100))
+    job = CompactJob(table, runner=LocalRunner(1))
+    tasks = job.plan()
+    assert tasks
+    clone = pickle.loads(pickle.dumps(table))
+    assert clone.options.get("target-file-size") == "128 kb"
+    message = pickle.loads(pickle.dumps(pickle.loads(pickle.dumps(tasks[0])).run(clone)))
+    created, conflicted = job.commit([message])
+    assert created and not conflicted
+    assert ids(table) == list(range(600))
+
+
+def test_process_runner(catalog: Catalog) -> None:
+    table = table_of(catalog)
+    for start in range(0, 900, 100):
+        table.append(rows(start, 100))
+    summary = compact_table(table, parallelism=2, processes=True, progress=False)
+    assert summary.tasks == 3
+    assert ids(table) == list(range(900))
