@@ -168,6 +168,13 @@ def matrix(session: nox.Session) -> None:
 
 
 @nox.session
+def thorough(session: nox.Session) -> None:
+    """Nightly: the concurrent-commit state machine with thousands of interleavings (marker ``thorough``)."""
+    _install_workspace(session, "testing", extra=_test_deps())
+    session.run("pytest", "packages/testing/tests", "-m", "thorough", *session.posargs)
+
+
+@nox.session
 def quickstart(session: nox.Session) -> None:
     """Install paimon-core and run ``examples/quickstart.py``, the README's first command."""
     # Editable, so a reused venv never runs a stale build of the package.
