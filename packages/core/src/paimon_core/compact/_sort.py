@@ -2,7 +2,7 @@
 
 ``order`` sorts lexicographically by the ``order_by`` columns; ``zorder`` sorts by a Z-order key that
 interleaves the bits of the columns' normalized values, so a filter on any subset of the columns skips files.
-Each column is normalized to its dense rank scaled onto the bits it gets in a 64-bit key (nulls first), which
+Each column is normalized to its dense rank scaled onto the bits it gets in a 64-bit key (nulls last), which
 spreads skewed values evenly; the interleaving is vectorized with numpy.
 
 The result is committed like any compaction (COMPACT: the partition's files out, the sorted files in), so
@@ -52,8 +52,8 @@ def check_sort_columns(table: Table, order_strategy: str, order_by: Sequence[str
 
 
 def _normalized(column: pa.ChunkedArray | pa.Array, bits: int) -> np.ndarray:
-    """Dense rank of each value (nulls first), scaled onto ``[0, 2**bits)`` as uint64."""
-    ranks = pc.rank(column, sort_keys="ascending", null_placement="at_start", tiebreaker="dense")
+    """Dense rank of each value (nulls last), scaled onto ``[0, 2**bits)`` as uint64."""
+    ranks = pc.rank(column, sort_keys="ascending", tiebreaker="dense")  # nulls rank last
     values: np.ndarray = np.asarray(ranks.to_numpy(zero_copy_only=False), dtype=np.uint64) - np.uint64(1)
     distinct = int(values.max()) + 1 if len(values) else 1
     top = (1 << bits) - 1
@@ -69,7 +69,7 @@ def _normalized(column: pa.ChunkedArray | pa.Array, bits: int) -> np.ndarray:
 
 
 def z_order_key(data: pa.Table, columns: Sequence[str]) -> np.ndarray:
-    """A uint64 Z-order key per row: bit ``b`` of column ``j`` lands at bit ``b * n + j`` (n columns)."""
+    """A uint64 Z-order key per row: bit ``b`` of column ``j`` lands at bit ``b * n + (n - 1 - j)``."""
     n = len(columns)
     bits = max(1, min(_KEY_BITS // n, 32))
     normalized = [_normalized(data.column(c), bits) for c in columns]
@@ -77,7 +77,7 @@ def z_order_key(data: pa.Table, columns: Sequence[str]) -> np.ndarray:
     one = np.uint64(1)
     for bit in range(bits):
         for j, values in enumerate(normalized):
-            position = bit * n + j
+            position = bit * n + (n - 1 - j)  # the first column is the most significant of each group
             key |= ((values >> np.uint64(bit)) & one) << np.uint64(position)
     return key
 
@@ -87,9 +87,7 @@ def sort_table(data: pa.Table, order_strategy: str, order_by: Sequence[str]) -> 
     if data.num_rows == 0:
         return data
     if order_strategy == "order":
-        indices = pc.sort_indices(
-            data, sort_keys=[(c, "ascending") for c in order_by], null_placement="at_start"
-        )
+        indices = pc.sort_indices(data, sort_keys=[(c, "ascending") for c in order_by])  # nulls last
     else:
         indices = pa.array(np.argsort(z_order_key(data, order_by), kind="stable"))
     return data.take(indices)
