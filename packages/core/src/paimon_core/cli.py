@@ -110,6 +110,9 @@ def _add_compact_commands(commands: Any) -> None:
     compact.add_argument("--database", required=True)
     compact.add_argument("--table", required=True)
     compact.add_argument(
+        "--table-conf", action="append", default=[], metavar="K=V", help="dynamic table option"
+    )
+    compact.add_argument(
         "--partition",
         action="append",
         default=[],
