@@ -94,9 +94,6 @@ def _add_job_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("warehouse", help="the warehouse URI, e.g. /data/warehouse or s3://bucket/wh")
     command.add_argument("--catalog-conf", action="append", default=[], metavar="K=V", help="catalog option")
     command.add_argument(
-        "--table-conf", action="append", default=[], metavar="K=V", help="dynamic table option"
-    )
-    command.add_argument(
         "--parallelism", type=int, default=None, help="local worker processes (default: CPUs)"
     )
     command.add_argument("--threads", action="store_true", help="run tasks on threads instead of processes")
