@@ -33,6 +33,8 @@ logger = logging.getLogger(__name__)
 
 _PREFETCH_BYTES = 64 << 20  # compressed input bytes read ahead of the writer
 _READ_THREADS = 4
+# Encode a row group once this much is buffered, so writing overlaps the reads of the next inputs.
+_FLUSH_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,8 @@ def write_sorted(
             for batch in chunk.to_batches():
                 if batch.num_rows:
                     writer.add(batch)
+            if writer.buffered_bytes >= _FLUSH_BYTES:
+                writer.flush()
         return writer.close()
     except BaseException:
         for path in writer.abort():
