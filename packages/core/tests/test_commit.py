@@ -29,7 +29,7 @@ from paimon_core import Catalog
 warehouse, writer, commits = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 schema = pa.schema([pa.field("writer", pa.int32()), pa.field("seq", pa.int32())])
 options = {"commit.max-retries": "1000", "commit.max-retry-wait": "200 ms"}
-table = Catalog.open(warehouse).get_table("db.t", **options)
+table = Catalog.open(warehouse).get_table("db.t", **options)  # write-only is a table option
 for seq in range(commits):
     table.append(pa.table({"writer": [writer], "seq": [seq]}, schema=schema))
 """
@@ -37,7 +37,9 @@ for seq in range(commits):
 
 @pytest.mark.slow
 def test_four_processes_append_concurrently(warehouse: str, catalog: Catalog) -> None:
-    catalog.create_table("db.t", SCHEMA)
+    # write-only: Paimon's multi-writer setup (compaction belongs to one dedicated job), so every
+    # snapshot is one of the appends
+    catalog.create_table("db.t", SCHEMA, options={"write-only": "true"})
     workers = [
         subprocess.Popen([sys.executable, "-c", _APPENDER, warehouse, str(w), "25"], stderr=subprocess.PIPE)
         for w in range(4)
@@ -55,9 +57,8 @@ def test_four_processes_append_concurrently(warehouse: str, catalog: Catalog) ->
 
 
 def test_threads_append_concurrently(catalog: Catalog) -> None:
-    table = catalog.create_table(
-        "db.t", SCHEMA, options={"commit.max-retries": "1000", "commit.max-retry-wait": "50 ms"}
-    )
+    options = {"commit.max-retries": "1000", "commit.max-retry-wait": "50 ms", "write-only": "true"}
+    table = catalog.create_table("db.t", SCHEMA, options=options)
     errors: list[BaseException] = []
 
     def run(writer: int) -> None:

@@ -243,7 +243,7 @@ def test_batch_reader_opens_files_lazily(
 ) -> None:
     from paimon_core.table import TableRead
 
-    table = catalog.create_table("db.t", data.schema)
+    table = catalog.create_table("db.t", data.schema, options={"write-only": "true"})  # keep 5 files
     for start in range(0, 50, 10):
         table.append(data.events(start, 10))
     opened: list[str] = []
