@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 from paimon_core import Catalog
+from paimon_core.errors import CommitStateUnknownError
 from paimon_core.snapshot import CommitKind
 from paimon_core.storage import (
     StorageBackend,
@@ -208,3 +209,28 @@ class TestEmptyPlanIsTransparent(StorageBackendTests):
 
     # Child processes rebuild the backend from the registry, unwrapped: test_storage_conformance covers it.
     test_write_if_absent_process_race = None  # type: ignore[assignment]
+
+
+def test_a_retry_after_an_unknown_outcome_that_landed_commits_nothing(tmp_path: Path) -> None:
+    """The snapshot lands, the write times out, and the committer cannot read the snapshot directory to find
+    out: CommitStateUnknownError. Retrying with the same committer must find the commit, not publish it again
+    (which once added the same data file twice and made the table unreadable)."""
+    plan = FaultPlan()
+    table = _faulty_table(str(tmp_path / "wh"), plan)
+    writer = table.new_write()
+    writer.write(pa.table({"id": [1]}, schema=SCHEMA))
+    messages = writer.prepare_commit()
+    committer = table.new_commit("job")
+    assert not committer.is_committed(1)  # a streaming job checks this at start-up
+
+    def blind() -> None:
+        for _ in range(20):
+            plan.arm(Fault.FAIL_BEFORE, ops={"list_dir", "read_bytes", "exists"}, path_contains="/snapshot")
+
+    plan.arm(Fault.TIMEOUT_AFTER, ops={"write_if_absent"}, path_contains=SNAPSHOT, callback=blind)
+    with pytest.raises(CommitStateUnknownError):
+        committer.commit(messages, 1)
+    plan.disarm()
+    assert committer.commit(messages, 1) == []
+    assert [(s.id, s.commit_identifier) for s in table.snapshots()] == [(1, 1)]
+    assert table.to_arrow()["id"].to_pylist() == [1]

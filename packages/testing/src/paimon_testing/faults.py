@@ -93,7 +93,9 @@ class FaultRule:
         probability: chance that a matching call is disturbed (drawn from the plan's seeded generator).
         times: disturb at most this many calls; ``None`` for no limit.
         latency_ms: the sleep of :attr:`Fault.LATENCY`.
-        callback: the callable of :attr:`Fault.CALLBACK`.
+        callback: for :attr:`Fault.CALLBACK`, what runs before the call; for :attr:`Fault.FAIL_AFTER` and
+            :attr:`Fault.TIMEOUT_AFTER`, what runs after the call landed and before the error is raised
+            (e.g. arming the next fault, so that the caller's recovery fails too).
     """
 
     fault: Fault
@@ -234,6 +236,8 @@ def _before(rule: FaultRule | None, op: str, path: str) -> None:
 def _after(rule: FaultRule | None, op: str, path: str) -> None:
     if rule is None:
         return
+    if rule.fault in (Fault.FAIL_AFTER, Fault.TIMEOUT_AFTER) and rule.callback is not None:
+        rule.callback()
     if rule.fault is Fault.FAIL_AFTER:
         raise ConnectionResetError(f"injected failure after {op} {path} reached the store")
     if rule.fault is Fault.TIMEOUT_AFTER:

@@ -112,7 +112,7 @@ _TARGETS: dict[str, tuple[frozenset[str], str | None]] = {
     "hint-write": (frozenset({"write_bytes"}), "/snapshot/LATEST"),
     "manifest-write": (WRITE_OPS, MANIFEST),
     "data-write": (frozenset({"open_output"}), DATA),
-    "snapshot-read": (READ_OPS, "/snapshot/"),
+    "snapshot-read": (READ_OPS, "/snapshot"),  # the directory listing too
     "manifest-read": (READ_OPS, MANIFEST),
     "data-delete": (frozenset({"delete"}), DATA),
 }
@@ -660,6 +660,18 @@ class ConcurrentCommits(RuleBasedStateMachine):
         """The next storage call matching ``where`` gets ``fault``."""
         ops, path = _TARGETS[where]
         self.plan.arm(fault, ops=ops, path_contains=path, latency_ms=1.0)
+
+    @precondition(lambda self: len(self.plan.armed) < _MAX_ARMED)
+    @rule(reads=st.integers(1, 3))
+    def arm_blind_timeout(self, reads: int) -> None:
+        """The next snapshot write lands but times out, and the next ``reads`` reads of the snapshot
+        directory fail: the committer cannot tell whether its commit landed."""
+
+        def blind() -> None:
+            for _ in range(reads):
+                self.plan.arm(Fault.FAIL_BEFORE, ops=READ_OPS, path_contains="/snapshot")
+
+        self.plan.arm(Fault.TIMEOUT_AFTER, ops={"write_if_absent"}, path_contains=SNAPSHOT, callback=blind)
 
     @precondition(lambda self: self.expirer is not None)
     @rule()

@@ -319,6 +319,9 @@ class TableCommit:
     def _unknown_outcome(
         self, identifier: int, attempts: int, cause: BaseException
     ) -> CommitStateUnknownError:
+        # The commit may have landed unseen: the next is_committed must search the history again, or a
+        # retry with this committer would publish the same files twice.
+        self._recovered = False
         return CommitStateUnknownError(
             f"commit of {self.commit_user} (identifier {identifier}) to {self.table.path} has an "
             f"unknown outcome after {attempts} attempts: {cause}"
