@@ -112,7 +112,7 @@ def test_s3_options_in_paimon_hadoop_and_fsspec_spellings() -> None:
 def test_s3_without_conditional_creates_drops_atomic_create(registry: StorageRegistry) -> None:
     backend = registry.get_backend("s3://bucket/wh", {"s3.create.conditional.enabled": "false"})
     assert Capability.ATOMIC_CREATE not in backend.capabilities
-    with pytest.raises(ConfigError, match="s3.create.conditional.enabled"):
+    with pytest.raises(ConfigError, match=r"s3\.create\.conditional\.enabled"):
         registry.get_backend("s3://bucket/wh2", {"s3.create.conditional.enabled": "maybe"})
 
 
@@ -195,7 +195,7 @@ def test_a_missing_lock_driver_names_the_pip_command(monkeypatch: pytest.MonkeyP
 def test_an_unknown_lock_type_is_a_config_error() -> None:
     from paimon_core.storage import open_commit_lock
 
-    with pytest.raises(ConfigError, match="no commit lock named 'zookeeper'.*jdbc"):
+    with pytest.raises(ConfigError, match=r"no commit lock named 'zookeeper'.*jdbc"):
         open_commit_lock({"lock.enabled": "true", "lock.type": "zookeeper"})
 
 
@@ -247,7 +247,7 @@ def test_commits_are_refused_without_atomic_create_unless_locked() -> None:
     catalog = Catalog("memory://refused/wh", NoAtomicCreate(), {})
     catalog.create_database("db")
     table = catalog.create_table("db.t", pa.schema([("id", pa.int64())]))
-    with pytest.raises(AtomicCommitUnsupportedError, match="lock.enabled"):
+    with pytest.raises(AtomicCommitUnsupportedError, match=r"lock\.enabled"):
         table.append(pa.table({"id": [1]}))
     assert table.latest_snapshot() is None
     locked = catalog.get_table("db.t", **{"lock.enabled": "true", "lock.type": "nope"})

@@ -348,4 +348,8 @@ class FsspecBackend:
             if info.get("type") != "directory":
                 raise FileExistsError(f"an object exists at {path!r}")
             return
+        self._write_marker(key)
+
+    def _write_marker(self, key: str) -> None:
+        """Write the directory marker of ``key`` (the bucket-relative path, no trailing slash)."""
         self.fs.pipe_file(key + "/", b"")

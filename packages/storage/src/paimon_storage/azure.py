@@ -63,6 +63,20 @@ class AzureBackend(FsspecBackend):
     def bucket_of(self, uri: str) -> str:
         return uri_authority(uri).partition("@")[0]
 
+    def _write_marker(self, key: str) -> None:
+        # adlfs drops a trailing "/" from blob names; write the marker blob itself, with the metadata that
+        # adlfs reads as "a directory" (as ADLS Gen2 tools do).
+        from fsspec.asyn import sync
+
+        container, _, name = key.partition("/")
+
+        async def upload() -> None:
+            async with self.fs.service_client.get_blob_client(container, name + "/") as blob:
+                await blob.upload_blob(b"", overwrite=True, metadata={"is_directory": "true"})
+
+        sync(self.fs.loop, upload)
+        self.fs.invalidate_cache(key)
+
 
 def azure_settings(uri: str, options: Mapping[str, str]) -> dict[str, Any]:
     """The ``adlfs.AzureBlobFileSystem`` keyword arguments (secrets included: never log them)."""

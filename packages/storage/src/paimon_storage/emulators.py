@@ -242,10 +242,9 @@ class GcsEmulator(_Server):
     def start(self) -> None:
         binary = _fake_gcs_binary()
         self._prepare()
-        root = self.workdir / "data"
-        root.mkdir()
         argv = [str(binary), "-scheme", "http", "-host", HOST, "-port", str(self.port)]
-        argv += ["-backend", "filesystem", "-filesystem-root", str(root), "-external-url", self.endpoint]
+        # The memory backend: the filesystem one cannot hold names ending in "/" (directory markers).
+        argv += ["-backend", "memory", "-external-url", self.endpoint]
         argv += ["-log-level", "warn"]
         self._spawn(argv)
         self._wait(self._http_ready("/storage/v1/b"))
