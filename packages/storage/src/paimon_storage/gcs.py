@@ -52,6 +52,15 @@ class GcsBackend(FsspecBackend):
     so a test) cannot check; ``pipe_file(..., mode="create")`` is one request that the store refuses.
     """
 
+    def _write_marker(self, key: str) -> None:
+        # Through gcsfs's upload function itself: its filesystem methods drop the trailing "/" of a path.
+        from fsspec.asyn import sync
+        from gcsfs.core import simple_upload
+
+        bucket, _, name = key.partition("/")
+        sync(self.fs.loop, simple_upload, self.fs, bucket, name + "/", b"")
+        self.fs.invalidate_cache(key)
+
 
 def gcs_settings(options: Mapping[str, str]) -> dict[str, Any]:
     """The ``gcsfs.GCSFileSystem`` keyword arguments for catalog options (secrets included: never log them)."""

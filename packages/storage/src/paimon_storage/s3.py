@@ -55,6 +55,12 @@ _READ_BLOCK = variants(PREFIXES, ("read.block-size",))
 class S3Backend(FsspecBackend):
     """S3 through s3fs; ``write_if_absent`` is a PUT (or multipart completion) with ``If-None-Match: *``."""
 
+    def _write_marker(self, key: str) -> None:
+        # Through the API itself: s3fs before 2026 drops the trailing "/" of a key it is given.
+        bucket, _, name = key.partition("/")
+        self.fs.call_s3("put_object", Bucket=bucket, Key=name + "/", Body=b"")
+        self.fs.invalidate_cache(key)
+
 
 def s3_settings(options: Mapping[str, str]) -> dict[str, Any]:
     """The ``s3fs.S3FileSystem`` keyword arguments for catalog options (secrets included: never log them)."""
