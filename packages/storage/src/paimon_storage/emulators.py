@@ -365,24 +365,45 @@ class PostgresServer(_Server):
     def _usable_bin_dir(self, preexec: Callable[[], None] | None) -> Path:
         tried = []
         for candidate in _postgres_bin_dirs():
-            try:
-                subprocess.run(
-                    [str(candidate / "postgres"), "--version"],
-                    check=True, capture_output=True, timeout=30, preexec_fn=preexec,
-                )  # fmt: skip
-                return candidate
-            except (OSError, subprocess.SubprocessError) as error:
-                tried.append(f"{candidate}: {error}")
+            for attempt in (candidate, self._copy_for_nobody(candidate, preexec)):
+                if attempt is None:
+                    continue
+                try:
+                    subprocess.run(
+                        [str(attempt / "postgres"), "--version"],
+                        check=True, capture_output=True, timeout=30, preexec_fn=preexec,
+                    )  # fmt: skip
+                    return attempt
+                except (OSError, subprocess.SubprocessError) as error:
+                    tried.append(f"{attempt}: {error}")
         raise ServerUnavailable(
             "postgresql: no usable PostgreSQL binaries (pip install pgserver, which bundles them, or install "
             "the system package, e.g. apt-get install postgresql, or set PAIMON_PG_BIN)"
             + (f"; tried: {'; '.join(tried)}" if tried else "")
         )
 
+    def _copy_for_nobody(self, bin_dir: Path, preexec: Callable[[], None] | None) -> Path | None:
+        """As root, a copy of a bundled installation where ``nobody`` can run it (a venv under /root is not)."""
+        if preexec is None or bin_dir.parent.name != "pginstall":
+            return None
+        # pgserver's binaries find their libraries at $ORIGIN/../../../pgserver.libs: keep that layout.
+        site = bin_dir.parent.parent.parent
+        copy = self.workdir / "site"
+        if not copy.exists():
+            shutil.copytree(bin_dir.parent, copy / "pgserver" / "pginstall", symlinks=True)
+            if (site / "pgserver.libs").is_dir():
+                shutil.copytree(site / "pgserver.libs", copy / "pgserver.libs", symlinks=True)
+            for path in (copy, *copy.rglob("*")):
+                if not path.is_symlink():
+                    path.chmod(path.stat().st_mode | (0o555 if path.is_dir() else 0o444))
+        return copy / "pgserver" / "pginstall" / "bin"
+
     def start(self) -> None:
         preexec = _drop_privileges()
-        self.bin_dir = self._usable_bin_dir(preexec)
         self._prepare()
+        if preexec is not None:
+            self.workdir.chmod(0o755)
+        self.bin_dir = self._usable_bin_dir(preexec)
         data = self.workdir / "data"
         data.mkdir()
         if preexec is not None:
