@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from paimon_core.storage import BackendSpec, hookimpl
 from paimon_storage._base import OBJECT_STORE_CAPABILITIES, FsspecBackend
@@ -79,9 +79,9 @@ def gcs_settings(options: Mapping[str, str]) -> dict[str, Any]:
     elif keyfile:
         kwargs["token"] = keyfile
     elif access_token:
-        from google.oauth2.credentials import Credentials
+        from google.oauth2 import credentials
 
-        kwargs["token"] = Credentials(access_token)
+        kwargs["token"] = cast(Any, credentials.Credentials)(access_token)  # google-auth is untyped
     elif auth_type == "UNAUTHENTICATED" or read.flag(_ANONYMOUS, False):
         kwargs["token"] = "anon"
     elif endpoint or os.environ.get("STORAGE_EMULATOR_HOST"):

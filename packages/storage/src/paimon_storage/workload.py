@@ -151,7 +151,7 @@ def run_workload(
         barrier.wait(300)
         start = time.perf_counter()
         deadline = time.monotonic() + timeout
-        failures = {}
+        failures: dict[int, str] = {}
         while len(result.latencies) + len(failures) < len(writers):
             try:
                 writer, report = results.get(timeout=max(0.1, deadline - time.monotonic()))
