@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import logging
 from typing import Any
 
 import pyarrow as pa
@@ -13,7 +14,7 @@ from paimon_core import Catalog
 from paimon_core.errors import AtomicCommitUnsupportedError
 from paimon_core.storage import get_backend
 from paimon_storage import S3Backend
-from paimon_storage.emulators import PostgresServer
+from paimon_storage.emulators import AZURITE_KEY, PostgresServer
 from paimon_storage.workload import check_table, create_table, run_workload
 
 from .conftest import Store
@@ -151,3 +152,22 @@ def test_a_store_without_conditional_creates_needs_a_lock(s3_store: Store, postg
     run_workload(warehouse, options, appenders=4, appends=10, overwrites=4, dynamic_options=lock)
     reopened = Catalog.open(warehouse, **options).get_table(table.identifier)
     assert check_table(reopened, appenders=4, appends=10, overwrites=4) == []
+
+
+def test_secrets_stay_out_of_errors_and_debug_logs(store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    options = dict(store.options)
+    if store.name == "s3":
+        value = options["s3.secret-key"] = "Wr0ng-Secret-Value+/="  # moto accepts any key pair
+    elif store.name == "gcs":
+        value = options["gcs.access-token"] = "ya29.Secret-Token-Value"  # the emulator ignores tokens
+    else:
+        value = AZURITE_KEY  # inside the connection string
+    root = f"{store.scheme}://no-such-bucket-{store.name}/wh"
+    with caplog.at_level(logging.DEBUG):
+        backend = get_backend(root, options)
+        with pytest.raises(FileNotFoundError) as caught:
+            backend.read_bytes(f"{root}/snapshot/snapshot-1")
+    assert value not in repr(backend)
+    assert value not in str(caught.value)
+    leaked = sorted({r.name for r in caplog.records if value in r.getMessage()})
+    assert not leaked, f"secret logged by {leaked}"
