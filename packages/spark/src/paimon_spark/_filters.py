@@ -64,7 +64,7 @@ Term = tuple[Any, ...]
 
 
 def _term(spark_filter: Filter, fields: dict[str, DataField]) -> Term | None:
-    attribute = getattr(spark_filter, "attribute", ())
+    attribute: tuple[str, ...] = tuple(getattr(spark_filter, "attribute", ()))
     if len(attribute) != 1 or attribute[0] not in fields:
         return None
     name = attribute[0]

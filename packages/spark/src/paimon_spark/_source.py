@@ -98,7 +98,7 @@ class PaimonBatchReader(DataSourceReader):
         splits = plan_batch(table, self.terms or None)
         return _partitions(splits, self.terms) or [PaimonPartition(0, (), ())]
 
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, PaimonPartition)
         yield from _read_partition(self.config, self.schema, partition)
 
@@ -206,7 +206,7 @@ class PaimonBatchWriter(DataSourceArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         return PaimonCommitMessage(_write_task(self.config, iterator))
 
-    def commit(self, messages: list[WriterCommitMessage | None]) -> None:  # type: ignore[override]
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         table = self.config.open_table()
         committer = table.new_commit()
         flat = _flatten(messages)
@@ -215,7 +215,7 @@ class PaimonBatchWriter(DataSourceArrowWriter):
         else:
             committer.commit(flat)
 
-    def abort(self, messages: list[WriterCommitMessage | None]) -> None:  # type: ignore[override]
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         _abort(self.config, _flatten(messages))
 
 
@@ -234,7 +234,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         query_id = context.getLocalProperty("sql.streaming.queryId") if context is not None else None
         return PaimonCommitMessage(_write_task(self.config, iterator), query_id)
 
-    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # type: ignore[override]
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         query_ids = {m.query_id for m in messages if isinstance(m, PaimonCommitMessage) and m.query_id}
         flat = _flatten(messages)
         if not query_ids:
@@ -254,7 +254,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         else:
             committer.commit(flat, batchId)
 
-    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # type: ignore[override]
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         _abort(self.config, _flatten(messages))
 
 
@@ -336,7 +336,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         splits = self.scan.plan(_position(start), _position(end))
         return _partitions(splits, ())
 
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, PaimonPartition)
         yield from _read_partition(self.config, self.schema, partition)
 

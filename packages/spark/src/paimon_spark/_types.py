@@ -21,8 +21,6 @@ Spark's interval, null, calendar-interval, geometry and geography types have no 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pyarrow as pa
 from pyspark.sql import types as st
 
@@ -78,10 +76,6 @@ _SIMPLE_TO_SPARK: dict[type[DataType], st.DataType] = {
 }
 
 
-def _char_types(char_semantics: bool) -> tuple[Any, Any]:
-    return (st.CharType, st.VarcharType) if char_semantics else (None, None)
-
-
 def to_spark_type(data_type: DataType, char_semantics: bool = False) -> st.DataType:
     """The Spark type of a Paimon type.
 
@@ -97,12 +91,11 @@ def to_spark_type(data_type: DataType, char_semantics: bool = False) -> st.DataT
     if simple is not None:
         return simple
     if isinstance(data_type, (CharType, VarCharType)):
-        char_cls, varchar_cls = _char_types(char_semantics)
-        if char_cls is None or data_type.length == string_type().length:
+        if not char_semantics or data_type.length == string_type().length:
             return st.StringType()
-        return (
-            char_cls(data_type.length) if isinstance(data_type, CharType) else varchar_cls(data_type.length)
-        )
+        if isinstance(data_type, CharType):
+            return st.CharType(data_type.length)
+        return st.VarcharType(data_type.length)
     if isinstance(data_type, DecimalType):
         return st.DecimalType(data_type.precision, data_type.scale)
     if isinstance(data_type, TimeType):

@@ -1,0 +1,101 @@
+"""Driver programs for the standalone-cluster tests, run as separate processes (one SparkContext each).
+
+python cluster_driver.py MASTER WAREHOUSE write ROWS PARTITIONS SLEEP_PER_ROW_MS
+python cluster_driver.py MASTER WAREHOUSE read
+python cluster_driver.py MASTER WAREHOUSE stream CHECKPOINT TRIGGER   (TRIGGER: once | continuous)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
+def session(master: str):  # type: ignore[no-untyped-def]
+    from pyspark.sql import SparkSession
+
+    import paimon_spark
+
+    spark = (
+        SparkSession.builder.master(master)
+        .appName("paimon-cluster-test")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.executor.memory", "512m")
+        .config("spark.executor.cores", "1")
+        .config("spark.cores.max", "2")
+        .config("spark.task.maxFailures", "4")
+        .config("spark.pyspark.python", sys.executable)
+        .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    paimon_spark.register(spark)
+    return spark
+
+
+def write(spark, warehouse: str, rows: int, partitions: int, sleep_ms: float) -> None:  # type: ignore[no-untyped-def]
+    from pyspark.sql.functions import udf
+
+    def slow(x):  # type: ignore[no-untyped-def]
+        if sleep_ms:
+            time.sleep(sleep_ms / 1000)
+        return x
+
+    slow_udf = udf(slow, "long")
+    df = spark.range(0, rows, numPartitions=partitions).select(slow_udf("id").alias("id"))
+    df = df.selectExpr("id", "cast(id % 4 as int) as p", "concat('v', cast(id as string)) as v")
+    df.write.format("paimon").option("warehouse", warehouse).option("partition-keys", "p").mode(
+        "append"
+    ).save("db.t")
+
+
+def read(spark, warehouse: str) -> None:  # type: ignore[no-untyped-def]
+    df = spark.read.format("paimon").option("warehouse", warehouse).load("db.t")
+    row = df.selectExpr("count(*) AS n", "count(DISTINCT id) AS d", "sum(id) AS s").first()
+    print(
+        json.dumps({"count": row.n, "distinct": row.d, "sum": row.s, "partitions": df.rdd.getNumPartitions()})
+    )
+
+
+def stream(spark, warehouse: str, checkpoint: str, trigger: str) -> None:  # type: ignore[no-untyped-def]
+    source = (
+        spark.readStream.format("paimon")
+        .option("warehouse", warehouse)
+        .option("read.stream.maxFilesPerTrigger", "2")
+        .load("db.src")
+    )
+    writer = (
+        source.writeStream.format("paimon")
+        .option("warehouse", warehouse)
+        .option("checkpointLocation", checkpoint)
+    )
+    if trigger == "once":
+        query = writer.trigger(availableNow=True).start("db.dst")
+        query.awaitTermination()
+    else:
+        query = writer.trigger(processingTime="500 milliseconds").start("db.dst")
+        print("started", flush=True)
+        query.awaitTermination()
+
+
+def main() -> None:
+    master, warehouse, command, *rest = sys.argv[1:]
+    spark = session(master)
+    if command == "write":
+        write(spark, warehouse, int(rest[0]), int(rest[1]), float(rest[2]))
+    elif command == "read":
+        read(spark, warehouse)
+    else:
+        stream(spark, warehouse, rest[0], rest[1])
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

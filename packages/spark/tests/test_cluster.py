@@ -1,0 +1,242 @@
+"""A Spark standalone cluster on 127.0.0.1 (a master and two workers, separate executor JVMs).
+
+Started with pyspark's own ``bin/spark-class``; drivers run as separate processes (cluster_driver.py).
+Marked ``integration``: run with ``-m integration`` (the ``spark_cluster`` nox session).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from paimon_core import Catalog
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+DRIVER = Path(__file__).with_name("cluster_driver.py")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _spark_home() -> str:
+    import pyspark
+
+    return os.path.dirname(pyspark.__file__)
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        SPARK_HOME=_spark_home(),
+        PYSPARK_PYTHON=sys.executable,
+        SPARK_LOCAL_IP="127.0.0.1",
+        SPARK_WORKER_OPTS="-Dspark.worker.cleanup.enabled=false",
+    )
+    return env
+
+
+class Cluster:
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.port = _free_port()
+        self.master_url = f"spark://127.0.0.1:{self.port}"
+        spark_class = os.path.join(_spark_home(), "bin", "spark-class")
+        self.logs = tmp / "logs"
+        self.logs.mkdir()
+        self._log_files: list[object] = []
+        self.master = self._start(
+            [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(self.port),
+             "--webui-port", str(_free_port())], "master",
+        )  # fmt: skip
+        self._wait_port(self.port)
+        self.workers = [
+            self._start(
+                [
+                    spark_class,
+                    "org.apache.spark.deploy.worker.Worker",
+                    self.master_url,
+                    "--host",
+                    "127.0.0.1",
+                    "--cores",
+                    "1",
+                    "--memory",
+                    "1g",
+                    "--webui-port",
+                    str(_free_port()),
+                    "--work-dir",
+                    str(tmp / f"work{i}"),
+                ],
+                f"worker{i}",
+            )
+            for i in range(2)
+        ]
+        time.sleep(3)  # workers register with the master
+
+    def _start(self, command: list[str], name: str) -> subprocess.Popen[bytes]:
+        log = open(self.logs / f"{name}.log", "wb")  # noqa: SIM115  # closed in stop()
+        self._log_files.append(log)
+        return subprocess.Popen(command, env=_env(), stdout=log, stderr=subprocess.STDOUT)
+
+    @staticmethod
+    def _wait_port(port: int, timeout: float = 60) -> None:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    return
+            time.sleep(0.3)
+        raise TimeoutError(f"nothing listens on {port}")
+
+    def executor_pids(self) -> list[int]:
+        """Executor JVMs descending from this cluster's workers (read from /proc: ps truncates classpaths)."""
+        workers = {w.pid for w in self.workers}
+        parents: dict[int, int] = {}
+        executors = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+            if b"CoarseGrainedExecutorBackend" in cmdline:
+                executors.append(int(entry.name))
+        found = []
+        for pid in executors:
+            ancestor = parents.get(pid)
+            while ancestor and ancestor not in workers:
+                ancestor = parents.get(ancestor)
+            if ancestor:
+                found.append(pid)
+        return found
+
+    def driver(self, warehouse: str, *args: str) -> subprocess.Popen[str]:
+        command = [sys.executable, str(DRIVER), self.master_url, warehouse, *args]
+        return subprocess.Popen(
+            command, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+
+    def run(self, warehouse: str, *args: str, timeout: float = 600) -> str:
+        process = self.driver(warehouse, *args)
+        out, err = process.communicate(timeout=timeout)
+        assert process.returncode == 0, err[-5000:]
+        return out
+
+    def stop(self) -> None:
+        for process in (*self.workers, self.master):
+            process.terminate()
+        for process in (*self.workers, self.master):
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for log in self._log_files:
+            log.close()  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    started = Cluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def _read(cluster: Cluster, warehouse: str) -> dict[str, int]:
+    result: dict[str, int] = json.loads(cluster.run(warehouse, "read").strip().splitlines()[-1])
+    return result
+
+
+def test_batch_round_trip_on_the_cluster(cluster: Cluster, tmp_path: Path) -> None:
+    warehouse = str(tmp_path / "wh")
+    rows = 50_000
+    cluster.run(warehouse, "write", str(rows), "4", "0")
+    result = _read(cluster, warehouse)
+    assert result == {
+        "count": rows,
+        "distinct": rows,
+        "sum": rows * (rows - 1) // 2,
+        "partitions": result["partitions"],
+    }
+    table = Catalog.open(warehouse).get_table("db.t")
+    assert [s.commit_kind.value for s in table.snapshots()] == ["APPEND"]
+    assert table.to_arrow().num_rows == rows
+
+
+def test_killed_executor_mid_write_loses_and_duplicates_nothing(cluster: Cluster, tmp_path: Path) -> None:
+    warehouse = str(tmp_path / "wh")
+    rows = 4000
+    process = cluster.driver(warehouse, "write", str(rows), "8", "3")  # 8 tasks x ~1.5 s each
+    deadline = time.time() + 120
+    pids: list[int] = []
+    while time.time() < deadline and len(pids) < 2:
+        pids = cluster.executor_pids()
+        time.sleep(0.5)
+    assert pids, "no executors started"
+    time.sleep(4)  # tasks are running and writing files
+    os.kill(pids[0], signal.SIGKILL)
+    _, err = process.communicate(timeout=600)
+    assert process.returncode == 0, err[-5000:]
+    result = _read(cluster, warehouse)
+    assert result["count"] == rows and result["distinct"] == rows
+    assert result["sum"] == rows * (rows - 1) // 2
+
+
+@pytest.mark.xfail(
+    reason="open bug: after a driver kill during a long initial full read with maxFilesPerTrigger, the restart "
+    "does not finish the stream (see the paimon-spark report)",
+    strict=False,
+)
+def test_streaming_killed_driver_restarts_from_checkpoint_exactly_once(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    warehouse = str(tmp_path / "wh")
+    catalog = Catalog.open(warehouse)
+    catalog.create_database("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+    source = catalog.create_table("db.src", schema)
+    appended = 0
+
+    def append_some() -> None:
+        nonlocal appended
+        source.append(pa.table({"id": list(range(appended, appended + 100))}, schema=schema))
+        appended += 100
+
+    append_some()
+    checkpoint = str(tmp_path / "checkpoint")
+    process = cluster.driver(warehouse, "stream", checkpoint, "continuous")
+    deadline = time.time() + 240
+    while time.time() < deadline:  # the source keeps growing while the stream runs
+        append_some()
+        if catalog.table_exists("db.dst"):
+            latest = catalog.get_table("db.dst").latest_snapshot()
+            if latest is not None and latest.id >= 2:
+                break
+        time.sleep(0.5)
+    process.send_signal(signal.SIGKILL)  # the driver dies mid-stream
+    process.communicate(timeout=60)
+    written = catalog.get_table("db.dst").latest_snapshot()
+    assert written is not None and written.total_record_count < appended + 200
+    for _ in range(3):
+        append_some()
+    cluster.run(warehouse, "stream", checkpoint, "once")
+    ids = catalog.get_table("db.dst").to_arrow().column("id").to_pylist()
+    assert sorted(ids) == list(range(appended))
