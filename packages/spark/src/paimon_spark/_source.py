@@ -42,8 +42,15 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from paimon_core.errors import SchemaError, TableNotFoundError
-from paimon_core.table import CommitMessage, DataSplit, StreamPosition, StreamScan, Table, plan_batch
-from paimon_core.table._convert import conform_batch
+from paimon_core.table import (
+    CommitMessage,
+    DataSplit,
+    StreamPosition,
+    StreamScan,
+    Table,
+    conform_batch,
+    plan_batch,
+)
 from paimon_spark._filters import Term, to_terms
 from paimon_spark._options import SourceConfig
 from paimon_spark._types import from_spark_schema, to_spark_schema

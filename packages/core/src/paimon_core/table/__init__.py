@@ -1,6 +1,7 @@
 """Tables: writing, committing, scanning and reading."""
 
 from paimon_core.table._commit import TableCommit
+from paimon_core.table._convert import conform_batch
 from paimon_core.table._messages import CommitMessage
 from paimon_core.table._read import TableRead
 from paimon_core.table._scan import DataSplit, TableScan
@@ -25,6 +26,7 @@ __all__ = [
     "TableRead",
     "TableScan",
     "TableWrite",
+    "conform_batch",
     "open_table",
     "plan_batch",
     "resolve_batch_scan",
