@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import multiprocessing
-import os
 import threading
 import time
 from pathlib import Path
@@ -14,30 +13,13 @@ from paimon_core.errors import StorageError
 from paimon_core.storage import LockAcquireTimeoutError, LockRegistry, open_commit_lock
 from paimon_storage.emulators import PostgresServer
 from paimon_storage.jdbc_lock import TABLE, JdbcCommitLock, mask_password
+from paimon_storage.workload import count_under_lock, die_holding_lock
 
 pytestmark = pytest.mark.integration
 
 
 def _options(server: PostgresServer, **extra: str) -> dict[str, str]:
     return {"lock.enabled": "true", "lock.type": "jdbc", "lock.jdbc.uri": f"jdbc:{server.dsn}", **extra}
-
-
-def _increment_under_lock(options: dict[str, str], counter: str, rounds: int) -> None:
-    """Child process: read-modify-write a counter file, slowly, holding the lock each time."""
-    lock = open_commit_lock(options)
-
-    def bump() -> None:
-        value = int(Path(counter).read_text())
-        time.sleep(0.002)  # widen the window a missing lock would let another writer into
-        Path(counter).write_text(str(value + 1))
-
-    for _ in range(rounds):
-        lock.run_with_lock("db.t", bump)
-
-
-def _die_holding_lock(options: dict[str, str]) -> None:
-    lock = open_commit_lock(options)
-    lock.run_with_lock("db.dead", lambda: os._exit(3))  # a writer killed inside its critical section
 
 
 def test_the_jdbc_lock_is_found_by_entry_point() -> None:
@@ -49,8 +31,7 @@ def test_mutual_exclusion_across_processes(postgres: PostgresServer, tmp_path: P
     counter.write_text("0")
     ctx = multiprocessing.get_context("spawn")
     processes = [
-        ctx.Process(target=_increment_under_lock, args=(_options(postgres), str(counter), 15))
-        for _ in range(4)
+        ctx.Process(target=count_under_lock, args=(_options(postgres), str(counter), 15)) for _ in range(4)
     ]
     for p in processes:
         p.start()
@@ -106,7 +87,7 @@ def test_acquire_times_out_while_held(postgres: PostgresServer) -> None:
 
 def test_lock_of_a_dead_writer_expires(postgres: PostgresServer) -> None:
     options = _options(postgres, **{"lock-acquire-timeout": "2 s", "lock-check-max-sleep": "100 ms"})
-    process = multiprocessing.get_context("spawn").Process(target=_die_holding_lock, args=(options,))
+    process = multiprocessing.get_context("spawn").Process(target=die_holding_lock, args=(options, "db.dead"))
     process.start()
     process.join(120)
     assert process.exitcode == 3

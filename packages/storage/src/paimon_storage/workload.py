@@ -23,7 +23,17 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["SCHEMA", "TABLE", "WorkloadResult", "check_table", "create_table", "rows", "run_workload"]
+__all__ = [
+    "SCHEMA",
+    "TABLE",
+    "WorkloadResult",
+    "check_table",
+    "count_under_lock",
+    "create_table",
+    "die_holding_lock",
+    "rows",
+    "run_workload",
+]
 
 TABLE = "bench.events"
 SCHEMA = pa.schema(
@@ -226,3 +236,32 @@ def check_table(table: Any, *, appenders: int, appends: int, overwrites: int) ->
     if extra:
         problems.append(f"unexpected rows: {sorted(extra)[:10]} ({len(extra)} in all)")
     return problems
+
+
+def count_under_lock(options: Mapping[str, str], counter: str, rounds: int, key: str = "db.t") -> None:
+    """Process body for lock tests: read-modify-write a counter file ``rounds`` times, each under the lock.
+
+    The read and the write are apart by a sleep, so writers that were not excluded lose updates.
+    """
+    from pathlib import Path
+
+    from paimon_core.storage import open_commit_lock
+
+    lock = open_commit_lock(options)
+
+    def bump() -> None:
+        value = int(Path(counter).read_text())
+        time.sleep(0.002)
+        Path(counter).write_text(str(value + 1))
+
+    for _ in range(rounds):
+        lock.run_with_lock(key, bump)
+
+
+def die_holding_lock(options: Mapping[str, str], key: str) -> None:
+    """Process body for lock tests: a writer killed inside its critical section (exit status 3)."""
+    import os
+
+    from paimon_core.storage import open_commit_lock
+
+    open_commit_lock(options).run_with_lock(key, lambda: os._exit(3))
