@@ -171,3 +171,15 @@ def test_secrets_stay_out_of_errors_and_debug_logs(store: Store, caplog: pytest.
     assert value not in str(caught.value)
     leaked = sorted({r.name for r in caplog.records if value in r.getMessage()})
     assert not leaked, f"secret logged by {leaked}"
+
+
+def test_s3_settings_from_the_environment(s3_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_store.options["s3.endpoint"])
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "env-key")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "env-secret")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    root = s3_store.root()
+    backend = get_backend(root, {})  # no options at all: botocore reads the environment
+    assert "credentials=<from environment>" in repr(backend)
+    backend.write_if_absent(f"{root}/x", b"from the environment")
+    assert get_backend(root, s3_store.options).read_bytes(f"{root}/x") == b"from the environment"
