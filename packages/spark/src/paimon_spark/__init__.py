@@ -8,6 +8,8 @@ Quick tour::
     df.write.format("paimon").option("warehouse", "/tmp/wh").mode("append").save("db.t")
     paimon_spark.create_temp_view(spark, "t", "db.t", warehouse="/tmp/wh")
     spark.sql("INSERT INTO t SELECT ...")
+    paimon_spark.compact(spark, warehouse="/tmp/wh", table="db.t")          # executors rewrite small files
+    spark.sql("SELECT * FROM paimon_compact(table => 'db.t', options => 'warehouse=/tmp/wh')")
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from paimon_spark._compact import SparkRunner, compact, compact_database
 from paimon_spark._options import SourceConfig, conf_dynamic_options
+from paimon_spark._procedures import register_procedures
 from paimon_spark._source import SOURCE_NAME, PaimonDataSource, commit_user_for_query
 from paimon_spark._types import from_spark_schema, from_spark_type, to_spark_schema, to_spark_type
 from paimon_spark._version import __version__
@@ -25,13 +29,17 @@ __all__ = [
     "SOURCE_NAME",
     "PaimonDataSource",
     "SourceConfig",
+    "SparkRunner",
     "__version__",
     "commit_user_for_query",
+    "compact",
+    "compact_database",
     "conf_dynamic_options",
     "create_temp_view",
     "from_spark_schema",
     "from_spark_type",
     "register",
+    "register_procedures",
     "to_spark_schema",
     "to_spark_type",
 ]
@@ -40,7 +48,7 @@ _PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
 def register(spark: SparkSession) -> type[PaimonDataSource]:
-    """Register the ``paimon`` data source with ``spark``.
+    """Register the ``paimon`` data source and the compaction procedures (UDTFs) with ``spark``.
 
     The session's ``paimon.*`` / ``spark.paimon.*`` conf (dynamic options) and its
     ``spark.sql.python.filterPushdown.enabled`` flag are captured now, because the data source runs in
@@ -61,6 +69,7 @@ def register(spark: SparkSession) -> type[PaimonDataSource]:
         },
     )
     spark.dataSource.register(source)
+    register_procedures(spark)
     return source
 
 
