@@ -138,13 +138,15 @@ def markdown(results: list[Result], args: argparse.Namespace) -> str:
         "# Storage benchmark",
         "",
         f"`benchmarks/storage_bench.py`, {dt.date.today().isoformat()}, Python {platform.python_version()}, "
-        f"{os.cpu_count()} cores. Emulators run on the same machine (127.0.0.1) and share its cores: the "
-        "figures compare backends and show each protocol's request overhead, not cloud latency.",
+        f"{os.cpu_count()} cores, load average {args.load:.1f} at start. Emulators run on the same machine "
+        "(127.0.0.1) and share its cores: the figures compare backends and show each protocol's request "
+        "overhead, not cloud latency.",
         "",
         f"- commit: {args.commits} sequential appends of {args.commit_rows} rows by one writer (ms per commit);",
         f"- append: one append of {args.rows:,} rows (int64, string, float64; zstd-1 Parquet), then a full read;",
         f"- concurrent: {args.writers} processes x {args.writer_commits} appends, commits per second, table "
-        "checked afterwards (dense snapshot ids, nothing lost or duplicated).",
+        "checked afterwards (dense snapshot ids, nothing lost or duplicated); losers of a race back off "
+        "(commit.min-retry-wait / commit.max-retry-wait), which dominates this figure on every backend.",
         "",
         "| backend | commit median ms | commit p90 ms | append rows/s | append MB/s | append s | read s "
         "| concurrent commits/s | concurrent check |",
@@ -169,6 +171,7 @@ def main() -> None:
     parser.add_argument("--writer-commits", type=int, default=5)
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results-storage.md")
     args = parser.parse_args()
+    args.load = os.getloadavg()[0]  # other work on the machine skews every figure: say how busy it was
     os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
     results = []
     for backend in args.backends.split(","):
