@@ -5,20 +5,34 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import ClassVar, TypeVar
 
 import pyarrow as pa
 import pytest
 
 from paimon_core import Catalog
 from paimon_core.errors import AtomicCommitUnsupportedError, ConfigError, StorageBackendUnavailable
-from paimon_core.storage import Capability, StorageRegistry, create_plugin_manager
+from paimon_core.storage import (
+    Capability,
+    LockAcquireTimeoutError,
+    LockRegistry,
+    LockSpec,
+    MemoryBackend,
+    StorageRegistry,
+    create_lock_plugin_manager,
+    create_plugin_manager,
+    hookimpl,
+    set_default_lock_registry,
+)
 from paimon_storage import AzureBackend, GcsBackend, S3Backend
 from paimon_storage.azure import azure_settings
 from paimon_storage.gcs import gcs_settings
 from paimon_storage.s3 import s3_settings
 
+T = TypeVar("T")
 PLUGIN_DIR = Path(__file__).parent / "plugin_example"
 SECRET = "Sup3r-Secret-Value/+="
 
@@ -239,8 +253,6 @@ def test_tables_work_on_a_third_party_backend(example_plugin: None, tmp_path: Pa
 
 
 def test_commits_are_refused_without_atomic_create_unless_locked() -> None:
-    from paimon_core.storage import MemoryBackend
-
     class NoAtomicCreate(MemoryBackend):
         capabilities = frozenset({Capability.LIST})
 
@@ -253,3 +265,71 @@ def test_commits_are_refused_without_atomic_create_unless_locked() -> None:
     locked = catalog.get_table("db.t", **{"lock.enabled": "true", "lock.type": "nope"})
     with pytest.raises(ConfigError, match="no commit lock named 'nope'"):
         locked.append(pa.table({"id": [1]}))
+
+
+class _RecordingLock:
+    """A lock plugin for tests: records what ran under it; can refuse to be acquired."""
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.refuse = options.get("lock-acquire-timeout") == "1 ms"
+        self.held: list[str] = []
+
+    def run_with_lock(self, key: str, action: Callable[[], T]) -> T:
+        if self.refuse:
+            raise LockAcquireTimeoutError(f"{key} is held elsewhere", key)
+        self.held.append(key)
+        return action()
+
+
+class _LockPlugin:
+    locks: ClassVar[list[_RecordingLock]] = []
+
+    @hookimpl
+    def paimon_commit_locks(self) -> list[LockSpec]:
+        def make(options: Mapping[str, str]) -> _RecordingLock:
+            lock = _RecordingLock(options)
+            self.locks.append(lock)
+            return lock
+
+        return [LockSpec("recording", make)]
+
+
+@pytest.fixture
+def recording_lock() -> Iterator[type[_LockPlugin]]:
+    _LockPlugin.locks = []
+    previous = set_default_lock_registry(
+        LockRegistry(create_lock_plugin_manager(plugins=[("recording", _LockPlugin())], entry_points=False))
+    )
+    yield _LockPlugin
+    set_default_lock_registry(previous)
+
+
+def test_a_store_without_atomic_create_publishes_under_the_lock(recording_lock: type[_LockPlugin]) -> None:
+    class NoAtomicCreate(MemoryBackend):
+        capabilities = frozenset({Capability.LIST})
+
+    catalog = Catalog(f"memory://locked-{uuid.uuid4().hex}/wh", NoAtomicCreate(), {})
+    catalog.create_database("db")
+    catalog.create_table("db.t", pa.schema([("id", pa.int64())]))
+    table = catalog.get_table(
+        "db.t", **{"lock.enabled": "true"}
+    )  # the only lock installed: no lock.type needed
+    table.append(pa.table({"id": [1]}))
+    table.append(pa.table({"id": [2]}))
+    assert [s.id for s in table.snapshots()] == [1, 2]
+    assert [key for lock in recording_lock.locks for key in lock.held] == [table.path, table.path]
+
+    refused = catalog.get_table("db.t", **{"lock.enabled": "true", "lock-acquire-timeout": "1 ms"})
+    with pytest.raises(
+        LockAcquireTimeoutError, match="held elsewhere"
+    ):  # not an unknown outcome: nothing ran
+        refused.append(pa.table({"id": [3]}))
+    assert [s.id for s in table.snapshots()] == [1, 2]
+
+
+def test_stores_with_atomic_create_need_no_lock(recording_lock: type[_LockPlugin]) -> None:
+    catalog = Catalog(f"memory://unlocked-{uuid.uuid4().hex}/wh", MemoryBackend(), {})
+    catalog.create_database("db")
+    catalog.create_table("db.t", pa.schema([("id", pa.int64())]))
+    catalog.get_table("db.t", **{"lock.enabled": "true"}).append(pa.table({"id": [1]}))
+    assert recording_lock.locks == []
