@@ -34,7 +34,8 @@ replay exactly that run. To replay a whole run, pass the seed Hypothesis printed
 
 Extending it: subclass and override :meth:`ConcurrentCommits.make_warehouse` for another storage backend
 (:class:`LocalConcurrentCommits` uses a local temporary directory), :meth:`ConcurrentCommits.make_compactor`
-to drive a real compactor instead of :class:`RewriteCompactor`, and :meth:`ConcurrentCommits.make_expirer`
+to drive another compactor (the default is the real one, :class:`JobCompactor`; :class:`RewriteCompactor`
+rewrites with the public API only), and :meth:`ConcurrentCommits.make_expirer`
 to add an actor expiring snapshots (none exists yet, so the rule stays disabled).
 """
 
@@ -79,6 +80,7 @@ __all__ = [
     "Compactor",
     "ConcurrentCommits",
     "Expirer",
+    "JobCompactor",
     "LocalConcurrentCommits",
     "RewriteCompactor",
     "TableModel",
@@ -227,8 +229,8 @@ class TableModel:
 class Compactor(Protocol):
     """What the compacting job drives: plan against the latest snapshot, then rewrite.
 
-    :class:`RewriteCompactor` emulates one with the public API; the real compactor replaces it through
-    :meth:`ConcurrentCommits.make_compactor`.
+    :class:`JobCompactor` (the default) is the real compactor; :class:`RewriteCompactor` emulates one with the
+    public API. Choose through :meth:`ConcurrentCommits.make_compactor`.
     """
 
     def plan(self) -> object | None:
@@ -308,6 +310,25 @@ class RewriteCompactor:
         ]
 
 
+class JobCompactor:
+    """The real compactor of ``paimon_core.compact``: the job's planner (the unaware-bucket coordinator, or
+    per-bucket planning) and its rewrite tasks. Two small files are enough to compact here, so that short runs
+    exercise it often."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table.copy({"compaction.min.file-num": "2"})
+
+    def plan(self) -> object | None:
+        from paimon_core.compact import CompactJob
+
+        tasks = CompactJob(self.table).plan()
+        return tasks or None
+
+    def rewrite(self, plan: object) -> list[CommitMessage]:
+        assert isinstance(plan, list)
+        return [task.run(self.table) for task in plan]
+
+
 # --- the actors -------------------------------------------------------------------------------------------------
 
 
@@ -380,7 +401,7 @@ class ConcurrentCommits(RuleBasedStateMachine):
         clear_memory_store(self.warehouse)
 
     def make_compactor(self, table: Table) -> Compactor:
-        return RewriteCompactor(table)
+        return JobCompactor(table)
 
     def make_expirer(self, table: Table) -> Expirer | None:
         """None: no snapshot expiration exists yet. Return one to enable the ``expire`` rule; the checks then
