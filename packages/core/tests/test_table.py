@@ -272,3 +272,13 @@ def test_writer_memory_stays_under_write_buffer_size(data: Any, catalog: Catalog
     messages = writer.prepare_commit()
     table.new_commit().commit(messages)
     assert table.to_arrow().num_rows == 60_000
+
+
+def test_catalog_options_that_are_table_options_reach_tables(data: Any, warehouse: str) -> None:
+    catalog = Catalog.open(warehouse, **{"commit.max-retries": "3", "s3.endpoint": "http://ignored"})
+    catalog.create_database("db")
+    created = catalog.create_table("db.t", data.schema)
+    assert created.options.get("commit.max-retries") == "3"
+    assert "s3.endpoint" not in created.options  # storage settings stay with the storage backend
+    assert "commit.max-retries" not in created.schema.options  # dynamic, not stored in the schema
+    assert catalog.get_table("db.t", **{"commit.max-retries": "5"}).options.get("commit.max-retries") == "5"

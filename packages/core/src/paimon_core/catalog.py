@@ -53,6 +53,12 @@ class Catalog:
         self.storage = storage
         self.options = dict(options)
 
+    @property
+    def table_defaults(self) -> dict[str, str]:
+        """Catalog options that are table options too (``lock.*``, ``commit.*``...): every table gets them as
+        dynamic options, below the ones given to :meth:`get_table`."""
+        return {k: v for k, v in self.options.items() if opts.known_option(k) is not None}
+
     @classmethod
     def open(cls, uri: str, **options: Any) -> Catalog:
         """Open the catalog of the warehouse at ``uri``; options are storage settings (``s3.endpoint``...)."""
@@ -173,14 +179,14 @@ class Catalog:
         self.storage.mkdirs(path)
         SchemaManager(self.storage, path).create(table_schema)
         logger.info("created table %s at %s", identifier, path)
-        return Table(path, self.storage, table_schema, identifier)
+        return Table(path, self.storage, table_schema, identifier, self.table_defaults)
 
     def get_table(self, identifier: str, **dynamic_options: Any) -> Table:
         path = self.table_path(identifier)
         schema = SchemaManager(self.storage, path).latest()
         if schema is None:
             raise TableNotFoundError(identifier)
-        return Table(path, self.storage, schema, identifier, dynamic_options)
+        return Table(path, self.storage, schema, identifier, {**self.table_defaults, **dynamic_options})
 
     def drop_table(self, identifier: str, *, missing_ok: bool = False) -> None:
         if not self.table_exists(identifier):
