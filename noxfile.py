@@ -190,10 +190,12 @@ def thorough(session: nox.Session) -> None:
 
 @nox.session
 def quickstart(session: nox.Session) -> None:
-    """Install paimon-core and run ``examples/quickstart.py``, the README's first command."""
-    # Editable, so a reused venv never runs a stale build of the package.
-    session.install("-e", "packages/core")
-    session.run("python", "examples/quickstart.py", *session.posargs)
+    """The README's first command: Paimon's quick start on Spark (``examples/spark_quickstart.py``, needs
+    Java 17), after the core-only pipeline (``examples/quickstart.py``)."""
+    # Editable, so a reused venv never runs a stale build of the packages.
+    session.install("-e", "packages/core", "-e", "packages/spark", "pandas<3")
+    session.run("python", "examples/quickstart.py")
+    session.run("python", "examples/spark_quickstart.py", *session.posargs)
 
 
 @nox.session
