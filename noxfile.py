@@ -1,8 +1,8 @@
 """Sessions for the workspace; run them through ``./dev`` (which installs nox and uv) or plain ``nox``.
 
 Every per-package session comes from the one ``PACKAGES`` list below. ``./dev test`` (and CI) runs
-``lint typecheck tests interop storage_integration interop_s3 quickstart``; ``matrix``, ``bench`` and
-``storage_bench`` run on demand.
+``lint typecheck tests interop spark_interop storage_integration interop_s3 quickstart``; ``matrix``, ``bench``
+and ``storage_bench`` run on demand.
 """
 
 from __future__ import annotations
@@ -103,6 +103,16 @@ def spark_cluster(session: nox.Session) -> None:
     """paimon-spark on a standalone cluster (master + two workers on 127.0.0.1, started by the tests)."""
     _install_workspace(session, "spark", extra=(*_test_deps(), *BY_DIR["spark"].test_extras))
     session.run("pytest", "packages/spark/tests", "-m", "integration", *session.posargs)
+
+
+@nox.session
+def spark_interop(session: nox.Session) -> None:
+    """Spark-written tables read by pypaimon and the reverse (marker ``interop``), one SparkSession.
+
+    Its own venv: pypaimon pins ``pyarrow<20`` and ``pandas<3``, so pyspark runs on those here.
+    """
+    _install_workspace(session, "spark", extra=(*_test_deps(), *BY_DIR["spark"].test_extras, PYPAIMON))
+    session.run("pytest", "packages/spark/tests/test_interop_pypaimon.py", "-m", "interop", *session.posargs)
 
 
 @nox.session
