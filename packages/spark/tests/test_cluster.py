@@ -201,18 +201,21 @@ def test_killed_executor_mid_write_loses_and_duplicates_nothing(cluster: Cluster
 
 
 @pytest.mark.xfail(
-    reason="open bug: after a driver kill during a long initial full read with maxFilesPerTrigger, the restart "
-    "does not finish the stream (see the paimon-spark report)",
+    reason="scenario rewritten (write-only source: the earlier one was compacted into a single file); passes on "
+    "local[2], not yet run 3 times on the cluster: remove this marker once it has",
     strict=False,
 )
 def test_streaming_killed_driver_restarts_from_checkpoint_exactly_once(
     cluster: Cluster, tmp_path: Path
 ) -> None:
+    """The driver dies in the middle of the initial full read (2 files per trigger); the restart from the
+    checkpoint finishes it and the later appends, each row exactly once."""
     warehouse = str(tmp_path / "wh")
     catalog = Catalog.open(warehouse)
     catalog.create_database("db")
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False)])
-    source = catalog.create_table("db.src", schema)
+    # Write-only: inline compaction would merge the initial files into one, and the full read into one batch.
+    source = catalog.create_table("db.src", schema, options={"write-only": "true"})
     appended = 0
 
     def append_some() -> None:
@@ -220,21 +223,24 @@ def test_streaming_killed_driver_restarts_from_checkpoint_exactly_once(
         source.append(pa.table({"id": list(range(appended, appended + 100))}, schema=schema))
         appended += 100
 
-    append_some()
+    for _ in range(10):  # the initial full snapshot: 10 files, 5 micro-batches
+        append_some()
     checkpoint = str(tmp_path / "checkpoint")
     process = cluster.driver(warehouse, "stream", checkpoint, "continuous")
     deadline = time.time() + 240
-    while time.time() < deadline:  # the source keeps growing while the stream runs
-        append_some()
+    written = None
+    while time.time() < deadline and process.poll() is None:
         if catalog.table_exists("db.dst"):
-            latest = catalog.get_table("db.dst").latest_snapshot()
-            if latest is not None and latest.id >= 2:
+            written = catalog.get_table("db.dst").latest_snapshot()
+            if written is not None and written.id >= 2:
                 break
-        time.sleep(0.5)
+        time.sleep(0.2)
+    append_some()  # lands while the stream runs
     process.send_signal(signal.SIGKILL)  # the driver dies mid-stream
-    process.communicate(timeout=60)
+    _, err = process.communicate(timeout=60)
+    assert written is not None and written.id >= 2, err[-5000:]
     written = catalog.get_table("db.dst").latest_snapshot()
-    assert written is not None and written.total_record_count < appended + 200
+    assert written is not None and written.total_record_count < appended
     for _ in range(3):
         append_some()
     cluster.run(warehouse, "stream", checkpoint, "once")
