@@ -236,3 +236,24 @@ def test_failure_to_read_after_unknown_outcome_is_reported_as_unknown(catalog: C
     manager.snapshot = real_snapshot  # type: ignore[method-assign]
     assert len(table.snapshots()) == 1  # it had landed ...
     assert table.to_arrow().num_rows == 1  # ... and its files were not cleaned up
+
+
+def test_a_failed_history_search_is_repeated_before_the_next_commit(catalog: Catalog) -> None:
+    table = catalog.create_table("db.t", SCHEMA)
+    writer = table.new_write()
+    writer.write(pa.table({"writer": [1], "seq": [1]}, schema=SCHEMA))
+    messages = writer.prepare_commit()
+    assert table.new_commit("job").commit(messages, 7) == [1]
+    restarted = table.new_commit("job")  # a restart: it must find identifier 7 in the history
+    manager = table.snapshot_manager
+    real_snapshot = manager.snapshot
+
+    def unreachable(snapshot_id: int) -> Any:
+        raise ConnectionError("store unreachable")
+
+    manager.snapshot = unreachable  # type: ignore[method-assign]
+    with pytest.raises(ConnectionError):
+        restarted.commit(messages, 7)
+    manager.snapshot = real_snapshot  # type: ignore[method-assign]
+    assert restarted.commit(messages, 7) == []  # searched again: already committed, not committed twice
+    assert table.to_arrow().num_rows == 1

@@ -187,10 +187,10 @@ class TableCommit:
         if commit_identifier == BATCH_COMMIT_IDENTIFIER:
             return False
         if not self._recovered:
-            self._recovered = True
-            latest = self._latest_of_user()
+            latest = self._latest_of_user()  # may fail (storage errors): then search again next time
             if latest is not None:
                 self._last_committed = latest.commit_identifier
+            self._recovered = True
         return self._last_committed is not None and commit_identifier <= self._last_committed
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
