@@ -1,8 +1,8 @@
 """Sessions for the workspace; run them through ``./dev`` (which installs nox and uv) or plain ``nox``.
 
 Every per-package session comes from the one ``PACKAGES`` list below. ``./dev test`` (and CI) runs
-``lint typecheck tests interop spark_interop spark_cluster storage_integration interop_s3 quickstart``;
-``matrix``, ``bench``, ``bench_spark`` and ``storage_bench`` run on demand.
+``lint typecheck tests interop spark_interop storage_integration interop_s3 quickstart``;
+``spark_cluster`` (about 7 minutes on 2 cores), ``thorough``, ``matrix``, ``bench``, ``bench_spark`` and ``storage_bench`` run on demand.
 """
 
 from __future__ import annotations
