@@ -59,7 +59,7 @@ class Leaf:
             return field > value
         return field >= value
 
-    def test_value(self, value: Any) -> bool:
+    def holds_for(self, value: Any) -> bool:
         """Exact test of one value (partition pruning); SQL semantics: a comparison with null is false."""
         if self.op == "is null":
             return value is None
@@ -125,7 +125,7 @@ class Predicate:
             result = conj if result is None else result | conj
         return pc.scalar(True) if result is None else result
 
-    def test_values(self, values: Mapping[str, Any]) -> bool | None:
+    def evaluate(self, values: Mapping[str, Any]) -> bool | None:
         """Exact result when every column is in ``values``; None when the answer depends on other columns."""
         any_unknown = False
         for clause in self.clauses:
@@ -134,7 +134,7 @@ class Predicate:
                 if leaf.column not in values:
                     clause_result = None
                     continue
-                if not leaf.test_value(values[leaf.column]):
+                if not leaf.holds_for(values[leaf.column]):
                     clause_result = False
                     break
             if clause_result is True:
@@ -160,7 +160,7 @@ class Predicate:
         row_count: int,
     ) -> bool:
         if leaf.column in values:
-            return leaf.test_value(values[leaf.column])
+            return leaf.holds_for(values[leaf.column])
         if leaf.column in stats:
             lo, hi, nulls = stats[leaf.column]
             return leaf.may_match_range(lo, hi, nulls, row_count)

@@ -118,7 +118,7 @@ class _PartitionPruner:
         cached = self._cache.get(partition)
         if cached is None:
             values = self.table.partition_values(partition)
-            cached = self.predicate.test_values(values) is not False
+            cached = self.predicate.evaluate(values) is not False
             self._cache[partition] = cached
         return cached
 
