@@ -17,7 +17,6 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPool
 from typing import TYPE_CHECKING, Protocol
 
 from paimon_core.manifest import DataFileMeta
-from paimon_core.storage import join_path
 from paimon_core.table._messages import CommitMessage
 
 if TYPE_CHECKING:
@@ -53,15 +52,8 @@ def run_task(table: Table, task: CompactionTask) -> CommitMessage:
 
 
 def delete_outputs(table: Table, messages: Sequence[CommitMessage]) -> None:
-    """Delete the compaction outputs of messages that will not be committed."""
-    for message in messages:
-        directory = table.bucket_dir(message.partition, message.bucket)
-        for file in (*message.compact_after, *message.new_files):
-            path = file.external_path or join_path(directory, file.file_name)
-            try:
-                table.storage.delete(path)
-            except OSError:
-                logger.warning("could not delete uncommitted compaction output %s", path, exc_info=True)
+    """Delete the outputs of compaction messages that will not be committed."""
+    table.delete_new_files(messages)
 
 
 class LocalRunner:

@@ -195,13 +195,7 @@ class TableCommit:
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
         """Delete the new files of uncommitted messages."""
-        for message in messages:
-            directory = self.table.bucket_dir(message.partition, message.bucket)
-            for file in (*message.new_files, *message.compact_after):
-                try:
-                    self.table.storage.delete(file.external_path or f"{directory}/{file.file_name}")
-                except OSError:
-                    logger.warning("could not delete %s while aborting", file.file_name, exc_info=True)
+        self.table.delete_new_files(messages)
 
     # --- building entries ------------------------------------------------------------------------------
 

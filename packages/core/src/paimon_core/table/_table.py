@@ -156,6 +156,20 @@ class Table:
             self._bucket_dirs[key] = directory
         return directory
 
+    def delete_new_files(self, messages: Sequence[CommitMessage]) -> None:
+        """Delete the files that uncommitted messages add (new files and compaction outputs).
+
+        Deletion failures are logged: an undeleted file is an orphan no snapshot references.
+        """
+        for message in messages:
+            directory = self.bucket_dir(message.partition, message.bucket)
+            for file in (*message.new_files, *message.compact_after):
+                path = file.external_path or join_path(directory, file.file_name)
+                try:
+                    self.storage.delete(path)
+                except OSError:
+                    logger.warning("could not delete uncommitted file %s", path, exc_info=True)
+
     def copy(self, dynamic_options: Mapping[str, Any]) -> Table:
         """This table with extra dynamic options."""
         merged = self._dynamic_options()

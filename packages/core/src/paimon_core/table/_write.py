@@ -363,11 +363,7 @@ class TableWrite:
     def abort(self, messages: list[CommitMessage] | None = None) -> None:
         """Delete every file this writer (or the given uncommitted messages) created."""
         paths = [p for writer in self._writers.values() for p in writer.abort()]
-        for message in messages or ():
-            directory = self.table.bucket_dir(message.partition, message.bucket)
-            paths.extend(
-                join_path(directory, f.file_name) for f in (*message.new_files, *message.compact_after)
-            )
+        self.table.delete_new_files(messages or ())
         for path in paths:
             try:
                 self.table.storage.delete(path)
