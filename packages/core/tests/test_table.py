@@ -141,12 +141,12 @@ def test_fixed_buckets_keep_keys_together(data: Any, catalog: Catalog) -> None:
 
 def test_rolling_files_at_target_size(data: Any, catalog: Catalog) -> None:
     table = catalog.create_table("db.t", data.schema, options={"target-file-size": "64 kb"})
-    table.append(data.events(0, 50_000))
+    table.append(data.events(0, 150_000))
     files = [e.file for e in table.live_entries()]
     assert len(files) > 3
     assert all(f.file_size < 64 * 1024 * 1.5 for f in files)
-    assert sum(f.row_count for f in files) == 50_000
-    assert table.to_arrow().num_rows == 50_000
+    assert sum(f.row_count for f in files) == 150_000
+    assert table.to_arrow().num_rows == 150_000
 
 
 def test_file_stats_match_parquet_content(data: Any, catalog: Catalog, warehouse: str) -> None:
@@ -156,6 +156,22 @@ def test_file_stats_match_parquet_content(data: Any, catalog: Catalog, warehouse
     path = Path(warehouse) / "db.db" / "t" / "bucket-0" / entry.file.file_name
     assert entry.file.file_size == os.path.getsize(path)
     assert entry.file.row_count == pq.ParquetFile(path).metadata.num_rows == 90
+
+
+@pytest.mark.parametrize("dictionary", ["true", "false"])
+def test_parquet_dictionary_only_where_it_pays(data: Any, catalog: Catalog, warehouse: str, dictionary: str) -> None:
+    options = {"parquet.enable.dictionary": dictionary, "write-only": "true"}
+    table = catalog.create_table("db.t", data.schema, options=options)
+    table.append(data.events(0, 20_000))
+    (entry,) = table.live_entries()
+    metadata = pq.ParquetFile(Path(warehouse) / "db.db" / "t" / "bucket-0" / entry.file.file_name).metadata
+    group = metadata.row_group(0)
+    encodings = {group.column(i).path_in_schema: group.column(i).encodings for i in range(group.num_columns)}
+    dictionary_encoded = {name for name, found in encodings.items() if "RLE_DICTIONARY" in found}
+    # near-unique columns (id, value) are written plain; low-cardinality ones (dt, category) use a dictionary
+    assert dictionary_encoded == ({"dt", "category"} if dictionary == "true" else set())
+    assert group.num_rows == 20_000
+    assert table.to_arrow().num_rows == 20_000
 
 
 def test_pandas_and_batch_reader(data: Any, catalog: Catalog) -> None:

@@ -239,7 +239,24 @@ WRITE_BUFFER_SPILLABLE: Option[bool] = _declare(
 WRITE_BUFFER_FOR_APPEND: Option[bool] = _declare(
     Option("write-buffer-for-append", parse_bool, False, "Buffer append-table writes in memory.")
 )
-PAGE_SIZE: Option[int] = _declare(Option("page-size", parse_memory_size, 64 << 10, "Data page size."))
+PAGE_SIZE: Option[int] = _declare(Option("page-size", parse_memory_size, 64 << 10, "Memory page size."))
+
+# --- Parquet format (Java passes ``parquet.*`` table options to parquet-java; same keys and defaults) ---
+PARQUET_PAGE_SIZE: Option[int] = _declare(
+    Option("parquet.page.size", parse_memory_size, 1 * MB, "Parquet data page size.", check=_positive)
+)
+PARQUET_DICTIONARY_PAGE_SIZE: Option[int] = _declare(
+    Option(
+        "parquet.dictionary.page.size",
+        parse_memory_size,
+        1 * MB,
+        "Largest Parquet dictionary page; a column falls back to plain encoding beyond it.",
+        check=_positive,
+    )
+)
+PARQUET_ENABLE_DICTIONARY: Option[bool] = _declare(
+    Option("parquet.enable.dictionary", parse_bool, True, "Dictionary-encode Parquet columns.")
+)
 
 # --- compaction ---
 COMPACTION_MIN_FILE_NUM: Option[int] = _declare(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from paimon_core import options as opts
@@ -91,9 +92,9 @@ class _BucketWriter:
         self.buffered, self.buffered_bytes = [], 0
         offset = 0
         while offset < data.num_rows:
-            open_file = self._file or self._open()
-            remaining = self.target_size - open_file.stream.tell()
             rest = data.slice(offset)
+            open_file = self._file or self._open(rest)
+            remaining = self.target_size - open_file.stream.tell()
             bytes_per_row = max(rest.nbytes / max(rest.num_rows, 1), 1e-9)
             rows = rest.num_rows
             if rest.nbytes * self._compression_ratio > remaining:
@@ -120,7 +121,7 @@ class _BucketWriter:
             stats_done.result()
         open_file.rows += chunk.num_rows
 
-    def _open(self) -> _OpenFile:
+    def _open(self, sample: pa.Table) -> _OpenFile:
         table = self.table
         prefix = table.options.get_option(opts.DATA_FILE_PREFIX)
         name = f"{prefix}{self._file_uuid}-{self._file_counter}.parquet"
@@ -135,7 +136,9 @@ class _BucketWriter:
             compression="none" if compression in ("none", "uncompressed") else compression,
             compression_level=level,
             store_decimal_as_integer=True,
-            data_page_size=table.options.get_option(opts.PAGE_SIZE),
+            data_page_size=table.options.get_option(opts.PARQUET_PAGE_SIZE),
+            dictionary_pagesize_limit=table.options.get_option(opts.PARQUET_DICTIONARY_PAGE_SIZE),
+            use_dictionary=_dictionary_columns(sample, table.options),
             write_statistics=True,
         )
         stats = StatsCollector(
@@ -202,6 +205,29 @@ class _BucketWriter:
             self._file = None
         self.buffered, self.written = [], []
         return paths
+
+
+_DICTIONARY_SAMPLE_ROWS = 64 * 1024
+_DICTIONARY_MIN_SAMPLE = 1024
+
+
+def _dictionary_columns(sample: pa.Table, options: opts.Options) -> bool | list[str]:
+    """The columns worth dictionary-encoding, judged on the first rows a file receives.
+
+    Parquet writers give up on a column's dictionary once its page is full; for a nearly unique column
+    (ids, hashes, measurements) trying costs CPU and saves nothing, so such columns are written plain.
+    """
+    if not options.get_option(opts.PARQUET_ENABLE_DICTIONARY):
+        return False
+    if sample.num_rows < _DICTIONARY_MIN_SAMPLE or any(pa.types.is_nested(t) for t in sample.schema.types):
+        return True  # too little to judge; nested columns would need their leaf paths named
+    head = sample.slice(0, _DICTIONARY_SAMPLE_ROWS)
+    chosen = []
+    for name, column in zip(head.column_names, head.columns):
+        values = len(column) - column.null_count
+        if values and pc.count_distinct(column).as_py() <= values // 2:
+            chosen.append(name)
+    return chosen
 
 
 def _per_field_stats_modes(options: opts.Options) -> dict[str, str]:
