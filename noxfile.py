@@ -1,8 +1,8 @@
 """Sessions for the workspace; run them through ``./dev`` (which installs nox and uv) or plain ``nox``.
 
 Every per-package session comes from the one ``PACKAGES`` list below. ``./dev test`` (and CI) runs
-``lint typecheck tests interop spark_interop storage_integration interop_s3 quickstart``;
-``spark_cluster`` (about 7 minutes on 2 cores), ``thorough``, ``matrix``, ``bench``, ``bench_spark`` and ``storage_bench`` run on demand.
+``lint typecheck tests interop spark_interop spark_cluster storage_integration interop_s3 quickstart``;
+``thorough``, ``matrix``, ``bench``, ``bench_spark``, ``bench_compact`` and ``storage_bench`` run on demand.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def tests(session: nox.Session, package: str) -> None:
 def spark_cluster(session: nox.Session) -> None:
     """paimon-spark on a standalone cluster (master + two workers on 127.0.0.1, started by the tests).
 
-    About 7 minutes on 2 busy cores: batch round trip, killed executor mid-write, killed streaming driver.
+    About 4 minutes on 2 cores: batch round trip, killed executor mid-write, killed streaming driver.
     """
     _install_workspace(session, "spark", extra=(*_test_deps(), *BY_DIR["spark"].test_extras))
     session.run("pytest", "packages/spark/tests", "-m", "integration", *session.posargs)

@@ -200,11 +200,6 @@ def test_killed_executor_mid_write_loses_and_duplicates_nothing(cluster: Cluster
     assert result["sum"] == rows * (rows - 1) // 2
 
 
-@pytest.mark.xfail(
-    reason="scenario rewritten (write-only source: the earlier one was compacted into a single file); passes on "
-    "local[2], not yet run 3 times on the cluster: remove this marker once it has",
-    strict=False,
-)
 def test_streaming_killed_driver_restarts_from_checkpoint_exactly_once(
     cluster: Cluster, tmp_path: Path
 ) -> None:
