@@ -90,6 +90,18 @@ class SnapshotNotFoundError(PaimonError, LookupError):
         self.snapshot_id = snapshot_id
 
 
+class TagNotFoundError(PaimonError, LookupError):
+    def __init__(self, name: str, message: str | None = None) -> None:
+        super().__init__(message or f"tag {name!r} does not exist")
+        self.name = name
+
+
+class TagAlreadyExistsError(PaimonError, FileExistsError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"tag {name!r} already exists")
+        self.name = name
+
+
 # --- storage ----------------------------------------------------------------------------------------------
 
 

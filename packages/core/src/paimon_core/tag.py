@@ -1,0 +1,169 @@
+"""Tags: named snapshots kept alive beyond snapshot expiration (``tag/tag-<name>``, spec §7.2).
+
+A tag file holds the snapshot's JSON. A tag with a time-to-live also holds ``tagCreateTime`` (a Jackson
+LocalDateTime array ``[y, mo, d, h, mi, s, nanos]``) and ``tagTimeRetained`` (a Duration as decimal seconds);
+without one those keys are left out, so old readers still parse the file as a snapshot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from paimon_core.errors import ConfigError, CorruptMetadataError, TagAlreadyExistsError, TagNotFoundError
+from paimon_core.snapshot import Snapshot, to_pretty_json
+from paimon_core.storage import StorageBackend, join_path
+
+__all__ = ["TAG_PREFIX", "Tag", "TagManager"]
+
+TAG_PREFIX = "tag-"
+
+
+@dataclass(frozen=True)
+class Tag:
+    """A tag: its name, the snapshot it keeps, and the optional time-to-live fields."""
+
+    name: str
+    snapshot: Snapshot
+    create_time: dt.datetime | None = None
+    time_retained: dt.timedelta | None = None
+
+    def to_json(self) -> str:
+        data = json.loads(self.snapshot.to_json())
+        if self.create_time is not None and self.time_retained is not None:
+            t = self.create_time
+            data["tagCreateTime"] = [t.year, t.month, t.day, t.hour, t.minute, t.second, t.microsecond * 1000]
+            data["tagTimeRetained"] = self.time_retained.total_seconds()
+        return to_pretty_json(data)
+
+    @classmethod
+    def from_json(cls, name: str, text: str | bytes, path: str | None = None) -> Tag:
+        snapshot = Snapshot.from_json(text, path)
+        data = json.loads(text)
+        create_time = _local_date_time(data.get("tagCreateTime"), path)
+        retained = data.get("tagTimeRetained")
+        if retained is not None and not isinstance(retained, (int, float)):
+            raise CorruptMetadataError(f"tag file {path}: tagTimeRetained is not a number", path)
+        time_retained = dt.timedelta(seconds=retained) if retained is not None else None
+        return cls(name, snapshot, create_time, time_retained)
+
+    def expired(self, now: dt.datetime) -> bool:
+        """True when the tag has a time-to-live that has run out."""
+        if self.create_time is None or self.time_retained is None:
+            return False
+        return now >= self.create_time + self.time_retained
+
+
+def _local_date_time(value: object, path: str | None) -> dt.datetime | None:
+    if value is None:
+        return None
+    if (
+        not isinstance(value, list)
+        or not 5 <= len(value) <= 7
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    ):
+        raise CorruptMetadataError(f"tag file {path}: tagCreateTime is not a LocalDateTime array", path)
+    year, month, day, hour, minute, *rest = value
+    second = rest[0] if rest else 0
+    nanos = rest[1] if len(rest) > 1 else 0
+    try:
+        return dt.datetime(year, month, day, hour, minute, second, nanos // 1000)
+    except ValueError as exc:
+        raise CorruptMetadataError(f"tag file {path}: bad tagCreateTime: {exc}", path) from None
+
+
+def check_tag_name(name: str) -> str:
+    if not name or not name.strip():
+        raise ConfigError("a tag name must not be blank", "tag-name")
+    if any(c in name for c in "/\\\x00") or name in (".", ".."):
+        raise ConfigError(f"invalid tag name {name!r}", "tag-name")
+    if name.isdigit():
+        # Java resolves a numeric version as a snapshot id first; a numeric tag could never be reached.
+        raise ConfigError(f"a tag name must not be a number: {name!r}", "tag-name")
+    return name
+
+
+class TagManager:
+    """Reads and writes the tag files of one table (or branch) directory."""
+
+    def __init__(self, storage: StorageBackend, table_path: str) -> None:
+        self.storage = storage
+        self.table_path = table_path.rstrip("/")
+        self.tag_dir = join_path(self.table_path, "tag")
+
+    def tag_path(self, name: str) -> str:
+        return join_path(self.tag_dir, TAG_PREFIX + check_tag_name(name))
+
+    def exists(self, name: str) -> bool:
+        return self.storage.exists(self.tag_path(name))
+
+    def tag(self, name: str) -> Tag:
+        """Raises: TagNotFoundError, CorruptMetadataError."""
+        path = self.tag_path(name)
+        try:
+            data = self.storage.read_bytes(path)
+        except FileNotFoundError:
+            raise TagNotFoundError(name) from None
+        return Tag.from_json(name, data, path)
+
+    def names(self) -> list[str]:
+        try:
+            infos = self.storage.list_dir(self.tag_dir)
+        except FileNotFoundError:
+            return []
+        return sorted(i.name[len(TAG_PREFIX) :] for i in infos if not i.is_dir and i.name.startswith(TAG_PREFIX))
+
+    def tags(self) -> list[Tag]:
+        """Every tag, ordered by snapshot id then name (tags deleted while listing are skipped)."""
+        found = []
+        for name in self.names():
+            with contextlib.suppress(TagNotFoundError):
+                found.append(self.tag(name))
+        return sorted(found, key=lambda t: (t.snapshot.id, t.name))
+
+    def tagged_snapshots(self) -> list[Snapshot]:
+        """The distinct snapshots kept by tags, ascending by id."""
+        by_id = {t.snapshot.id: t.snapshot for t in self.tags()}
+        return [by_id[i] for i in sorted(by_id)]
+
+    def create(
+        self,
+        name: str,
+        snapshot: Snapshot,
+        time_retained: dt.timedelta | None = None,
+        *,
+        ignore_if_exists: bool = False,
+        now: dt.datetime | None = None,
+    ) -> Tag:
+        """Write ``tag-<name>`` for ``snapshot``.
+
+        Raises:
+            TagAlreadyExistsError: the tag exists and ``ignore_if_exists`` is false.
+        """
+        path = self.tag_path(name)
+        if self.storage.exists(path):
+            if ignore_if_exists:
+                return self.tag(name)
+            raise TagAlreadyExistsError(name)
+        create_time = (now or dt.datetime.now()) if time_retained is not None else None
+        tag = Tag(name, snapshot, create_time, time_retained)
+        self.storage.mkdirs(self.tag_dir)
+        self.storage.write_bytes(path, tag.to_json().encode("utf-8"), overwrite=True)
+        return tag
+
+    def delete(self, names: str | Sequence[str]) -> list[str]:
+        """Remove tag files (``names``: one name, a comma-separated list, or a list); returns those removed.
+
+        Files of an expired snapshot that only the deleted tag kept stay behind for ``remove_orphan_files``.
+        """
+        wanted = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+        removed = []
+        for name in wanted:
+            path = self.tag_path(name)
+            with contextlib.suppress(FileNotFoundError):
+                self.storage.delete(path)
+                removed.append(name)
+        return removed
