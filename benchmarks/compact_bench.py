@@ -190,7 +190,9 @@ def main() -> int:
                 spark_time = min(spark_time, seconds)
                 spark_table = Catalog.open(str(copy)).get_table("db.t")
                 spark_files = len(spark_table.live_entries())
-                assert spark_table.to_arrow(columns=["id"]).num_rows == rows, "rows lost or duplicated on Spark"
+                assert spark_table.to_arrow(columns=["id"]).num_rows == rows, (
+                    "rows lost or duplicated on Spark"
+                )
                 shutil.rmtree(copy)
         if spark is not None:
             spark.stop()

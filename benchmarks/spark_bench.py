@@ -189,10 +189,12 @@ def main() -> None:
         writes = {
             "parquet": lambda i: frame.write.mode("overwrite").parquet(location("pq", i)),
             "raw": lambda i: frame.write.format(RAW_SOURCE).mode("append").save(location("raw", i)),
-            "paimon": lambda i: frame.write.format("paimon")
-            .options(**options)
-            .mode("append")
-            .save(f"bench.t{i if i >= 0 else 'warm'}"),
+            "paimon": lambda i: (
+                frame.write.format("paimon")
+                .options(**options)
+                .mode("append")
+                .save(f"bench.t{i if i >= 0 else 'warm'}")
+            ),
         }
         reads = {
             "parquet": lambda i: spark.read.parquet(location("pq", 0)),
@@ -202,7 +204,10 @@ def main() -> None:
         write_s = interleaved_best(args.repeat, writes)
         read_s = interleaved_best(
             args.repeat,
-            {k: (lambda i, load=load: load(i).write.format("noop").mode("overwrite").save()) for k, load in reads.items()},
+            {
+                k: (lambda i, load=load: load(i).write.format("noop").mode("overwrite").save())
+                for k, load in reads.items()
+            },
         )
         for name, load in reads.items():
             count = load(0).count()

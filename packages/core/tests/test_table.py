@@ -159,7 +159,9 @@ def test_file_stats_match_parquet_content(data: Any, catalog: Catalog, warehouse
 
 
 @pytest.mark.parametrize("dictionary", ["true", "false"])
-def test_parquet_dictionary_only_where_it_pays(data: Any, catalog: Catalog, warehouse: str, dictionary: str) -> None:
+def test_parquet_dictionary_only_where_it_pays(
+    data: Any, catalog: Catalog, warehouse: str, dictionary: str
+) -> None:
     options = {"parquet.enable.dictionary": dictionary, "write-only": "true"}
     table = catalog.create_table("db.t", data.schema, options=options)
     table.append(data.events(0, 20_000))

@@ -153,17 +153,29 @@ def test_failed_job_commits_nothing_and_leaves_no_files(spark: Any, warehouse: s
     writer(spark.range(10).selectExpr("id"), warehouse).save("db.t")
     table_dir = Catalog.open(warehouse).table_path("db.t")
     before = data_files(table_dir)
+    files_before = len(before)
 
     def fail_on_last(x):  # type: ignore[no-untyped-def]  # no hints: Spark would read them as a pandas UDF
         if x == 1999:
-            time.sleep(1)  # let the other task finish and hand its files to the driver
+            # Fail only once the other task has written its file (at its very end), then give its commit
+            # message time to reach the driver: the job's abort must delete that file.
+            from pathlib import Path as LocalPath  # resolved in the worker, not pickled from this module
+
+            waited = time.time() + 60
+            while (
+                len(list(LocalPath(table_dir).rglob("data-*.parquet"))) == files_before
+                and time.time() < waited
+            ):
+                time.sleep(0.05)
+            time.sleep(2)
             raise ValueError("boom")
         return x
 
     explode_on_last = udf(fail_on_last, "long")
 
     # Two tasks on two cores: one succeeds (its files must be deleted by the job's abort), one fails
-    # (it deletes its own). A task still running when a job aborts may leave an orphan file instead.
+    # (it deletes its own). A task still running when a job aborts may leave an orphan file instead,
+    # for remove_orphan_files; here the failure waits for the other task, so nothing may be left.
     failing = spark.range(0, 2000, numPartitions=2).select(explode_on_last("id").alias("id"))
     with pytest.raises(Exception, match="boom"):
         writer(failing, warehouse).save("db.t")

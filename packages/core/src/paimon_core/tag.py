@@ -114,7 +114,9 @@ class TagManager:
             infos = self.storage.list_dir(self.tag_dir)
         except FileNotFoundError:
             return []
-        return sorted(i.name[len(TAG_PREFIX) :] for i in infos if not i.is_dir and i.name.startswith(TAG_PREFIX))
+        return sorted(
+            i.name[len(TAG_PREFIX) :] for i in infos if not i.is_dir and i.name.startswith(TAG_PREFIX)
+        )
 
     def tags(self) -> list[Tag]:
         """Every tag, ordered by snapshot id then name (tags deleted while listing are skipped)."""

@@ -223,7 +223,7 @@ def _dictionary_columns(sample: pa.Table, options: opts.Options) -> bool | list[
         return True  # too little to judge; nested columns would need their leaf paths named
     head = sample.slice(0, _DICTIONARY_SAMPLE_ROWS)
     chosen = []
-    for name, column in zip(head.column_names, head.columns):
+    for name, column in zip(head.column_names, head.columns, strict=True):
         values = len(column) - column.null_count
         if values and pc.count_distinct(column).as_py() <= values // 2:
             chosen.append(name)
