@@ -55,3 +55,23 @@ def test_console_script_runs(catalog: Catalog) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "Snapshots 2" in result.stdout
+
+
+def test_maintenance_commands(catalog: Catalog, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _table(catalog)
+    table = catalog.get_table("db.t")
+    table.append(pa.table({"k": ["b"], "v": [4]}, schema=SCHEMA))
+    assert main(["create-tag", path, "first", "--snapshot", "1"]) == 0
+    assert "tag 'first' -> snapshot 1" in capsys.readouterr().out
+    assert main(["rollback", path, "--snapshot", "2"]) == 0
+    assert [s.id for s in table.snapshots()] == [1, 2]
+    assert main(["expire-snapshots", path, "--retain-max", "1", "--retain-min", "1",
+                 "--older-than", "2999-01-01 00:00:00"]) == 0  # fmt: skip
+    assert "expired 1 snapshot(s)" in capsys.readouterr().out.splitlines()[-1]
+    assert sorted(r["v"] for r in table.to_arrow().to_pylist()) == [1, 2, 3]
+    assert main(["remove-orphan-files", path, "--dry-run"]) == 0
+    assert "would delete 0 orphan file(s)" in capsys.readouterr().out
+    assert main(["reset-consumer", path, "reader", "--next-snapshot", "2"]) == 0
+    assert main(["delete-tag", path, "first"]) == 0
+    assert main(["rollback", path, "--tag", "missing"]) == 1
+    assert "tag 'missing' does not exist" in capsys.readouterr().err

@@ -7,7 +7,8 @@ import time
 import pytest
 
 from paimon_core import Catalog, Consumer, ConsumerManager, StreamPosition, StreamScan
-from paimon_core.errors import ConfigError, SnapshotNotFoundError
+from paimon_core.errors import ConfigError, SnapshotNotFoundError, TagNotFoundError
+from paimon_core.maintenance import create_tag
 from paimon_core.table import Table, plan_batch
 
 
@@ -202,21 +203,13 @@ def test_position_json_round_trip() -> None:
     assert StreamPosition(3) < StreamPosition(3, True) < StreamPosition(3, True, 1) < StreamPosition(4)
 
 
-def test_tag_name_is_not_supported_yet(table: Table) -> None:
-    with pytest.raises(ConfigError, match="not supported yet"):
-        StreamScan(table.copy({"scan.tag-name": "t1"}))
-    with pytest.raises(ConfigError, match="not supported yet"):
-        plan_batch(table.copy({"scan.tag-name": "t1"}))
-
-
-def test_batch_time_travel(table: Table, data) -> None:  # type: ignore[no-untyped-def]
-    first = table.snapshot_manager.snapshot(1)
-    by_id = plan_batch(table.copy({"scan.snapshot-id": "1"}))
-    assert ids(table, by_id) == list(range(10))
-    by_time = plan_batch(table.copy({"scan.timestamp-millis": str(first.time_millis)}))
-    assert ids(table, by_time) == list(range(10))
-    assert ids(table, plan_batch(table)) == list(range(20))
-    with pytest.raises(SnapshotNotFoundError):
-        plan_batch(table.copy({"scan.timestamp-millis": "1"}))
-    with pytest.raises(ConfigError):
-        plan_batch(table.copy({"scan.mode": "incremental"}))
+def test_reads_by_tag_name(table: Table) -> None:
+    create_tag(table, "t1", 1)
+    table.append(table.to_arrow().slice(0, 0))  # an empty append changes nothing below
+    assert ids(table, plan_batch(table.copy({"scan.tag-name": "t1"}))) == list(range(10))
+    scan = StreamScan(table.copy({"scan.tag-name": "t1"}))  # from-snapshot: deltas starting at the tag
+    start = scan.starting_position()
+    assert start.snapshot_id == 1
+    assert read_range(scan, start, scan.latest_position()) == list(range(20))
+    with pytest.raises(TagNotFoundError):
+        plan_batch(table.copy({"scan.tag-name": "missing"}))

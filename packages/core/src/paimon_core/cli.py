@@ -171,6 +171,78 @@ def _run_compact_database(args: argparse.Namespace) -> None:
         print("no table matched")
 
 
+def _add_maintenance_commands(commands: Any) -> None:
+    def table_command(name: str, help_text: str) -> Any:
+        command = commands.add_parser(name, help=help_text)
+        command.add_argument("table_uri", help="the table directory, e.g. /warehouse/db.db/t")
+        return command
+
+    create = table_command("create-tag", "tag a snapshot (the latest by default)")
+    create.add_argument("tag")
+    create.add_argument("--snapshot", type=int, default=None, help="snapshot id (default: latest)")
+    create.add_argument("--time-retained", default=None, help="tag time-to-live, e.g. '7 d'")
+    delete = table_command("delete-tag", "delete tags")
+    delete.add_argument("tag", help="a tag name or a comma-separated list")
+    rollback = table_command("rollback", "roll the table back to a snapshot or a tag")
+    target = rollback.add_mutually_exclusive_group(required=True)
+    target.add_argument("--snapshot", type=int, default=None)
+    target.add_argument("--tag", default=None)
+    expire = table_command("expire-snapshots", "expire old snapshots and delete the files only they use")
+    expire.add_argument("--retain-max", type=int, default=None)
+    expire.add_argument("--retain-min", type=int, default=None)
+    expire.add_argument(
+        "--older-than", default=None, help="'yyyy-MM-dd HH:mm:ss': expire snapshots before it"
+    )
+    expire.add_argument("--max-deletes", type=int, default=None, help="snapshots expired per run at most")
+    orphans = table_command("remove-orphan-files", "delete files no snapshot or tag uses")
+    orphans.add_argument("--older-than", default=None, help="only files older than this (default: 1 day ago)")
+    orphans.add_argument("--dry-run", action="store_true", help="list the files, delete nothing")
+    consumer = table_command("reset-consumer", "move a consumer to a snapshot, or delete it")
+    consumer.add_argument("consumer_id")
+    consumer.add_argument("--next-snapshot", type=int, default=None, help="omit to delete the consumer")
+
+
+def _run_maintenance(args: argparse.Namespace) -> bool:
+    """Run a maintenance command; False when ``args.command`` is not one."""
+    from paimon_core import maintenance
+    from paimon_core.consumer import ConsumerManager
+
+    command = args.command
+    if command not in ("create-tag", "delete-tag", "rollback", "expire-snapshots", "remove-orphan-files",
+                       "reset-consumer"):  # fmt: skip
+        return False
+    table = open_table(args.table_uri)
+    if command == "create-tag":
+        tag = maintenance.create_tag(table, args.tag, args.snapshot, args.time_retained)
+        print(f"tag {tag.name!r} -> snapshot {tag.snapshot.id}")
+    elif command == "delete-tag":
+        maintenance.delete_tag(table, args.tag)
+        print(f"deleted tag(s) {args.tag}")
+    elif command == "rollback":
+        maintenance.rollback_to(table, snapshot_id=args.snapshot, tag=args.tag)
+        latest = table.latest_snapshot()
+        print(f"rolled back; latest snapshot is {latest.id if latest else None}")
+    elif command == "expire-snapshots":
+        expired = maintenance.expire_snapshots(
+            table,
+            retain_max=args.retain_max,
+            retain_min=args.retain_min,
+            older_than=args.older_than,
+            max_deletes=args.max_deletes,
+        )
+        print(f"expired {expired} snapshot(s)")
+    elif command == "remove-orphan-files":
+        result = maintenance.remove_orphan_files(table, older_than=args.older_than, dry_run=args.dry_run)
+        for path in result.deleted:
+            print(path)
+        verb = "would delete" if args.dry_run else "deleted"
+        print(f"{verb} {len(result.deleted)} orphan file(s), {_human_size(result.deleted_bytes)}")
+    else:
+        ConsumerManager(table.storage, table.path).reset_to(args.consumer_id, args.next_snapshot)
+        print(f"consumer {args.consumer_id!r} " + ("deleted" if args.next_snapshot is None else "reset"))
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="paimon", description="Inspect and maintain Apache Paimon tables.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -181,9 +253,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     info.add_argument("--json", action="store_true", help="print JSON instead of text")
     info.add_argument("--snapshots", type=int, default=20, help="how many recent snapshots to list")
     _add_compact_commands(commands)
+    _add_maintenance_commands(commands)
     args = parser.parse_args(argv)
     try:
-        if args.command == "compact":
+        if _run_maintenance(args):
+            pass
+        elif args.command == "compact":
             _run_compact(args)
         elif args.command == "compact-database":
             _run_compact_database(args)

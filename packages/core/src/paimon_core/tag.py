@@ -165,6 +165,8 @@ class TagManager:
         removed = []
         for name in wanted:
             path = self.tag_path(name)
+            if not self.storage.exists(path):
+                continue
             with contextlib.suppress(FileNotFoundError):
                 self.storage.delete(path)
                 removed.append(name)

@@ -190,7 +190,8 @@ def _session_catalog_conf(spark: SparkSession) -> tuple[str | None, dict[str, st
 def register_procedures(
     spark: SparkSession, warehouse: str | None = None, catalog_conf: Mapping[str, Any] | None = None
 ) -> None:
-    """Register the ``paimon_compact`` and ``paimon_compact_database`` UDTFs with ``spark``.
+    """Register the procedure UDTFs with ``spark``: ``paimon_compact``, ``paimon_compact_database`` and the
+    maintenance procedures of :mod:`paimon_spark._maintenance` (tags, rollback, expiration, orphans, consumers).
 
     Args:
         spark: the session.
@@ -203,10 +204,15 @@ def register_procedures(
         "warehouse": warehouse or conf_warehouse,
         "catalog_conf": {**conf, **{str(k): str(v) for k, v in (catalog_conf or {}).items()}},
     }
-    for name, base in (
-        (COMPACT_PROCEDURE, CompactProcedure),
-        (COMPACT_DATABASE_PROCEDURE, CompactDatabaseProcedure),
-    ):
+    # Imported here: the maintenance procedures build on this module.
+    from paimon_spark._maintenance import MAINTENANCE_PROCEDURES
+
+    procedures: dict[str, tuple[type, str]] = {
+        COMPACT_PROCEDURE: (CompactProcedure, RESULT_SCHEMA),
+        COMPACT_DATABASE_PROCEDURE: (CompactDatabaseProcedure, RESULT_SCHEMA),
+        **MAINTENANCE_PROCEDURES,
+    }
+    for name, (base, schema) in procedures.items():
         # Built here, the class is pickled by value, so the defaults travel to the Python worker.
         procedure = type(
             base.__name__,
@@ -217,6 +223,6 @@ def register_procedures(
                 "__qualname__": f"register_procedures.<locals>.{base.__name__}",
             },
         )
-        function = udtf(procedure, returnType=RESULT_SCHEMA)
+        function = udtf(procedure, returnType=schema)
         assert isinstance(function, UserDefinedTableFunction)  # given a class, udtf wraps it at once
         spark.udtf.register(name, function)

@@ -124,6 +124,7 @@ class TableCommit:
                 self._commit_with_retry(CommitKind.COMPACT, lambda _latest: attempt_c, commit_identifier)
             )
         self._last_committed = commit_identifier
+        self._expire_after(created)
         return created
 
     def overwrite(
@@ -176,7 +177,25 @@ class TableCommit:
 
         created = [self._commit_with_retry(CommitKind.OVERWRITE, build, commit_identifier)]
         self._last_committed = commit_identifier
+        self._expire_after(created)
         return created
+
+    def _expire_after(self, created: Sequence[int]) -> None:
+        """Snapshot expiration after a commit, as Java's committer does (never for write-only tables).
+
+        The commit has landed whatever happens here: a failure is logged, never raised.
+        """
+        if not created or self.table.options.get_option(opts.WRITE_ONLY):
+            return
+        from paimon_core.maintenance._expire import expire_snapshots, might_expire  # it builds on this module
+
+        try:
+            if might_expire(self.table, max(created)):
+                expire_snapshots(self.table)
+        except Exception:
+            logger.warning(
+                "snapshot expiration after a commit to %s failed", self.table.identifier, exc_info=True
+            )
 
     def is_committed(self, commit_identifier: int) -> bool:
         """Whether this commit user already committed ``commit_identifier`` (or a later one).

@@ -133,7 +133,12 @@ class TableScan:
     """
 
     def __init__(
-        self, table: Table, snapshot_id: int | None = None, predicate: Predicate | None = None
+        self,
+        table: Table,
+        snapshot_id: int | None = None,
+        predicate: Predicate | None = None,
+        *,
+        snapshot: Snapshot | None = None,
     ) -> None:
         self.table = table
         self.predicate = predicate
@@ -143,7 +148,9 @@ class TableScan:
                 raise SchemaError(f"filter refers to unknown columns: {', '.join(unknown)}")
         self._file_fields: dict[int, dict[int, DataField]] = {}
         manager = table.snapshot_manager
-        self.snapshot = manager.snapshot(snapshot_id) if snapshot_id is not None else manager.latest()
+        if snapshot is None:  # given directly for a tag, whose snapshot file may have expired
+            snapshot = manager.snapshot(snapshot_id) if snapshot_id is not None else manager.latest()
+        self.snapshot = snapshot
 
     @cached_property
     def _current_fields(self) -> dict[str, DataField]:

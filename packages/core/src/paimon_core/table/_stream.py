@@ -26,6 +26,7 @@ from paimon_core.manifest import FileKind, ManifestEntry
 from paimon_core.predicate import FilterLike, Predicate, parse_filter
 from paimon_core.snapshot import CommitKind, Snapshot
 from paimon_core.table._scan import DataSplit, TableScan, make_splits, manifest_metas, read_entries
+from paimon_core.tag import TagManager
 
 if TYPE_CHECKING:
     from paimon_core.table._table import Table
@@ -52,15 +53,11 @@ _STREAM_MODES = (
 def _resolve_mode(options: opts.Options) -> str:
     """``scan.mode=default`` resolved from the other ``scan.*`` options (spec §8)."""
     mode = options.get_option(opts.SCAN_MODE)
-    if options.get_option(opts.SCAN_TAG_NAME) is not None:
-        raise ConfigError(
-            "reading by 'scan.tag-name' is not supported yet (tags come later)", "scan.tag-name"
-        )
     if mode != "default":
         return "latest-full" if mode == "full" else mode
     if options.get_option(opts.SCAN_TIMESTAMP_MILLIS) is not None:
         return "from-timestamp"
-    if options.get_option(opts.SCAN_SNAPSHOT_ID) is not None:
+    if options.get_option(opts.SCAN_SNAPSHOT_ID) is not None or options.get_option(opts.SCAN_TAG_NAME):
         return "from-snapshot"
     if options.get_option(opts.SCAN_FILE_CREATION_TIME_MILLIS) is not None:
         return "from-file-creation-time"
@@ -72,6 +69,14 @@ def _required(options: opts.Options, option: opts.Option[int | None], mode: str)
     if value is None:
         raise ConfigError(f"scan.mode={mode} needs '{option.key}'", option.key)
     return value
+
+
+def _start_snapshot(table: Table, mode: str) -> Snapshot:
+    """The snapshot of ``scan.tag-name`` (kept by the tag even after it expired) or ``scan.snapshot-id``."""
+    tag = table.options.get_option(opts.SCAN_TAG_NAME)
+    if tag is not None:
+        return TagManager(table.storage, table.path).tag(tag).snapshot
+    return table.snapshot_manager.snapshot(_required(table.options, opts.SCAN_SNAPSHOT_ID, mode))
 
 
 def _creation_filter(options: opts.Options, mode: str) -> int | None:
@@ -114,7 +119,7 @@ def resolve_batch_scan(table: Table) -> BatchScanStart:
     if mode in ("latest-full", "latest", "from-file-creation-time"):
         return BatchScanStart(sm.latest(), creation)
     if mode in ("from-snapshot", "from-snapshot-full"):
-        return BatchScanStart(sm.snapshot(_required(options, opts.SCAN_SNAPSHOT_ID, mode)), creation)
+        return BatchScanStart(_start_snapshot(table, mode), creation)
     if mode == "from-timestamp":
         millis = _required(options, opts.SCAN_TIMESTAMP_MILLIS, mode)
         snapshot = sm.snapshot_at_or_before_time(millis)
@@ -130,7 +135,7 @@ def plan_batch(table: Table, filter: FilterLike = None) -> list[DataSplit]:
     start = resolve_batch_scan(table)
     if start.snapshot is None:
         return []
-    scan = TableScan(table, start.snapshot.id, predicate)
+    scan = TableScan(table, predicate=predicate, snapshot=start.snapshot)
     entries = [e for e in scan.files() if _created_since(e, start.file_creation_time_millis)]
     return make_splits(table, start.snapshot.id, entries)
 
@@ -198,12 +203,14 @@ class StreamScan:
         if mode == "latest":
             return StreamPosition((latest or 0) + 1)
         if mode == "from-snapshot":
-            wanted = _required(options, opts.SCAN_SNAPSHOT_ID, mode)
+            tag = options.get_option(opts.SCAN_TAG_NAME)
+            if tag is not None:
+                wanted = TagManager(self.table.storage, self.table.path).tag(tag).snapshot.id
+            else:
+                wanted = _required(options, opts.SCAN_SNAPSHOT_ID, mode)
             return StreamPosition(max(wanted, earliest or wanted))
         if mode == "from-snapshot-full":
-            wanted = _required(options, opts.SCAN_SNAPSHOT_ID, mode)
-            sm.snapshot(wanted)  # must exist
-            return StreamPosition(wanted, full=True)
+            return StreamPosition(_start_snapshot(self.table, mode).id, full=True)
         # from-timestamp: deltas from (the last snapshot committed before the instant) + 1.
         millis = _required(options, opts.SCAN_TIMESTAMP_MILLIS, mode)
         before = sm.snapshot_at_or_before_time(millis - 1)

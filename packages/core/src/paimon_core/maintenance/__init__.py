@@ -1,0 +1,14 @@
+"""Table maintenance, as Paimon's procedures: tags, rollback, snapshot expiration, orphan file removal."""
+
+from paimon_core.maintenance._expire import expire_snapshots
+from paimon_core.maintenance._orphans import OrphanCleanResult, remove_orphan_files
+from paimon_core.maintenance._tags import create_tag, delete_tag, rollback_to
+
+__all__ = [
+    "OrphanCleanResult",
+    "create_tag",
+    "delete_tag",
+    "expire_snapshots",
+    "remove_orphan_files",
+    "rollback_to",
+]

@@ -1,0 +1,133 @@
+"""``remove_orphan_files`` (spec §7.5): delete files that no snapshot and no tag uses, once old enough.
+
+Used set: every snapshot still present and every tag (of the table and of its branches). Candidates: the
+files of ``manifest/``, the files of every ``bucket-*`` directory of the partition tree, and stray files in
+``snapshot/`` (not ``snapshot-N`` or a hint). A candidate goes when it is unused and older than
+``older_than`` (default: a day ago), so files of writes still in progress are never touched. Anything that
+cannot be read while building the used set aborts the run before a single deletion.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from paimon_core.errors import ConfigError
+from paimon_core.maintenance._reach import Reach, reach, to_millis
+from paimon_core.snapshot import Snapshot, SnapshotManager
+from paimon_core.storage import FileInfo, join_path
+from paimon_core.tag import TagManager
+
+if TYPE_CHECKING:
+    from paimon_core.table import Table
+
+__all__ = ["OrphanCleanResult", "remove_orphan_files"]
+
+_DAY_MS = 86_400_000
+_HINTS = ("EARLIEST", "LATEST")
+
+
+@dataclass(frozen=True)
+class OrphanCleanResult:
+    """The orphan files deleted (or, in a dry run, that would be) and their total size."""
+
+    deleted: tuple[str, ...]
+    deleted_bytes: int
+
+
+def remove_orphan_files(
+    table: Table,
+    older_than: dt.datetime | int | str | None = None,
+    dry_run: bool = False,
+    *,
+    now_millis: int | None = None,
+) -> OrphanCleanResult:
+    """Delete unused files older than ``older_than`` (a datetime, epoch millis or 'yyyy-MM-dd HH:mm:ss').
+
+    Raises:
+        ConfigError: ``older_than`` is not in the past.
+        CorruptMetadataError: a manifest of a live snapshot or tag cannot be read (nothing is deleted).
+    """
+    now = now_millis if now_millis is not None else int(time.time() * 1000)
+    limit = to_millis(older_than) if older_than is not None else now - _DAY_MS
+    if limit > now:
+        raise ConfigError(f"older_than must be in the past, got {older_than!r}")
+    used = _used(table)
+    storage = table.storage
+    orphans = [
+        info
+        for info, in_manifest_dir in _candidates(table)
+        if 0 < info.mtime_ms < limit and not _is_used(info, in_manifest_dir, used)
+    ]
+    if not dry_run:
+        for info in orphans:
+            with contextlib.suppress(FileNotFoundError):
+                storage.delete(info.path)
+        _remove_empty_bucket_dirs(table)
+    return OrphanCleanResult(tuple(sorted(i.path for i in orphans)), sum(i.size for i in orphans))
+
+
+def _roots(table: Table) -> list[str]:
+    roots = [table.path.rstrip("/")]
+    with contextlib.suppress(FileNotFoundError):
+        branch_dir = join_path(roots[0], "branch")
+        roots += [i.path for i in table.storage.list_dir(branch_dir) if i.is_dir]
+    return roots
+
+
+def _used(table: Table) -> Reach:
+    snapshots: list[Snapshot] = []
+    for root in _roots(table):
+        snapshots += SnapshotManager(table.storage, root).snapshots()
+        snapshots += [t.snapshot for t in TagManager(table.storage, root).tags()]
+    return reach(table, snapshots)
+
+
+def _is_used(info: FileInfo, in_manifest_dir: bool, used: Reach) -> bool:
+    # Manifests are referenced by name; data files by their path (it depends on partition and bucket).
+    return info.name in used.metadata if in_manifest_dir else info.path in used.data
+
+
+def _candidates(table: Table) -> list[tuple[FileInfo, bool]]:
+    """Files that may be orphans, each with whether it lives in ``manifest/``."""
+    storage = table.storage
+    found: list[tuple[FileInfo, bool]] = []
+    with contextlib.suppress(FileNotFoundError):
+        manifest_dir = table.manifest_context.manifest_dir
+        found += [(i, True) for i in storage.list_dir(manifest_dir) if not i.is_dir]
+    with contextlib.suppress(FileNotFoundError):
+        for info in storage.list_dir(join_path(table.path, "snapshot")):
+            stray = not info.name.startswith("snapshot-") and info.name not in _HINTS
+            if not info.is_dir and stray:
+                found.append((info, False))
+    for bucket_dir in _bucket_dirs(table):
+        with contextlib.suppress(FileNotFoundError):
+            found += [(i, False) for i in storage.list_dir(bucket_dir) if not i.is_dir]
+    return found
+
+
+def _bucket_dirs(table: Table) -> list[str]:
+    """``bucket-*`` directories under the partition tree (one level per partition key)."""
+    level = [table.path.rstrip("/")]
+    for _ in table.partition_keys:
+        below = []
+        for directory in level:
+            with contextlib.suppress(FileNotFoundError):
+                below += [i.path for i in table.storage.list_dir(directory) if i.is_dir and "=" in i.name]
+        level = below
+    buckets = []
+    for directory in level:
+        with contextlib.suppress(FileNotFoundError):
+            listing = table.storage.list_dir(directory)
+            buckets += [i.path for i in listing if i.is_dir and i.name.startswith("bucket-")]
+    return buckets
+
+
+def _remove_empty_bucket_dirs(table: Table) -> None:
+    for directory in _bucket_dirs(table):
+        with contextlib.suppress(FileNotFoundError, OSError):
+            if not table.storage.list_dir(directory):
+                table.storage.delete_dir(directory)

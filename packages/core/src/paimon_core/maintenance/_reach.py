@@ -1,0 +1,99 @@
+"""The files a set of snapshots uses: manifest lists, manifests, data files (the "mark" of mark-and-sweep)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from paimon_core.errors import ConfigError
+from paimon_core.manifest import (
+    FileKind,
+    ManifestEntry,
+    merge_entries,
+    read_manifest_file,
+    read_manifest_list,
+)
+from paimon_core.snapshot import Snapshot
+from paimon_core.storage import join_path
+
+if TYPE_CHECKING:
+    from paimon_core.table import Table
+
+
+@dataclass
+class Reach:
+    """File names in ``manifest/`` and full paths of data files, used by some snapshots."""
+
+    metadata: set[str] = field(default_factory=set)
+    data: set[str] = field(default_factory=set)
+
+
+def reach(table: Table, snapshots: Iterable[Snapshot], *, live_only: bool = False) -> Reach:
+    """Every file the snapshots use; each manifest is read once however many snapshots share it.
+
+    With ``live_only`` a data file counts only when it is live in one of the snapshots (what a retained
+    snapshot can read); otherwise every file any manifest entry names counts (ADD or DELETE).
+
+    Raises:
+        CorruptMetadataError: a manifest list or manifest cannot be read (the caller must then delete nothing).
+    """
+    found = Reach()
+    per_snapshot: list[list[str]] = []
+    for snapshot in snapshots:
+        names: list[str] = []
+        for list_name in (snapshot.base_manifest_list, snapshot.delta_manifest_list):
+            found.metadata.add(list_name)
+            names += [m.file_name for m in read_manifest_list(table.storage, table.manifest_path(list_name))]
+        if snapshot.changelog_manifest_list:
+            found.metadata.add(snapshot.changelog_manifest_list)
+            changelog = read_manifest_list(
+                table.storage, table.manifest_path(snapshot.changelog_manifest_list)
+            )
+            found.metadata.update(m.file_name for m in changelog)
+        found.metadata.update(names)
+        per_snapshot.append(names)
+    manifests = sorted({name for names in per_snapshot for name in names})
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        entries = dict(
+            zip(
+                manifests,
+                pool.map(lambda m: read_manifest_file(table.storage, table.manifest_path(m)), manifests),
+                strict=True,
+            )
+        )
+    if live_only:
+        for names in per_snapshot:
+            merged = merge_entries([e for name in names for e in entries[name]])
+            found.data.update(_paths(table, [e for e in merged if e.kind == FileKind.ADD]))
+    else:
+        found.data.update(_paths(table, [e for chunk in entries.values() for e in chunk]))
+    return found
+
+
+def _paths(table: Table, entries: Iterable[ManifestEntry]) -> Iterable[str]:
+    for entry in entries:
+        file = entry.file
+        directory = table.bucket_dir(entry.partition, entry.bucket)
+        yield file.external_path or join_path(directory, file.file_name)
+        for extra in file.extra_files:
+            yield join_path(directory, extra)
+
+
+def to_millis(value: dt.datetime | int | str) -> int:
+    """Epoch milliseconds from a datetime (naive = local time), epoch millis, or 'yyyy-MM-dd HH:mm:ss'."""
+    if isinstance(value, bool):
+        raise ConfigError(f"not a point in time: {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if text.isdigit():
+            return int(text)
+        try:
+            value = dt.datetime.fromisoformat(text)
+        except ValueError:
+            raise ConfigError(f"not a time: {text!r} (expected 'yyyy-MM-dd HH:mm:ss')") from None
+    return int(value.timestamp() * 1000)

@@ -1,0 +1,93 @@
+"""Tag procedures and rollback (spec §7.2, §7.3), with Paimon's argument names."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from paimon_core.errors import ConfigError, SnapshotNotFoundError, TagNotFoundError
+from paimon_core.options import parse_duration_ms
+from paimon_core.tag import Tag, TagManager
+
+if TYPE_CHECKING:
+    from paimon_core.table import Table
+
+__all__ = ["create_tag", "delete_tag", "rollback_to"]
+
+
+def _tags(table: Table) -> TagManager:
+    return TagManager(table.storage, table.path)
+
+
+def create_tag(
+    table: Table,
+    tag: str,
+    snapshot_id: int | None = None,
+    time_retained: dt.timedelta | str | None = None,
+    *,
+    ignore_if_exists: bool = False,
+) -> Tag:
+    """Tag ``snapshot_id`` (the latest snapshot by default), optionally with a time-to-live ('7 d').
+
+    Raises:
+        SnapshotNotFoundError: the snapshot does not exist (or the table has none).
+        TagAlreadyExistsError: the tag exists and ``ignore_if_exists`` is false.
+    """
+    sm = table.snapshot_manager
+    snapshot = sm.snapshot(snapshot_id) if snapshot_id is not None else sm.latest()
+    if snapshot is None:
+        raise SnapshotNotFoundError(None, f"{table.identifier} has no snapshot to tag")
+    if isinstance(time_retained, str):
+        try:
+            time_retained = dt.timedelta(milliseconds=parse_duration_ms(time_retained))
+        except ValueError as exc:
+            raise ConfigError(f"time_retained: {exc}") from None
+    return _tags(table).create(tag, snapshot, time_retained, ignore_if_exists=ignore_if_exists)
+
+
+def delete_tag(table: Table, tag: str | Sequence[str]) -> list[str]:
+    """Delete tags (a name, ``'a,b'`` or a list); returns the names deleted. Missing tags are skipped, as in Java.
+
+    Files that only a deleted tag kept stay until :func:`remove_orphan_files` takes them.
+    """
+    return _tags(table).delete(tag)
+
+
+def rollback_to(table: Table, snapshot_id: int | None = None, tag: str | None = None) -> None:
+    """Make ``snapshot_id`` (or the snapshot of ``tag``) the latest again (spec §7.3).
+
+    Newer snapshot files and tags of newer snapshots are deleted; data files and manifests are left for
+    :func:`remove_orphan_files`, as Java does since 1.2. Like Java's, this is for a table no one is
+    writing to: a commit racing the rollback may land on top of the removed snapshots' successor id.
+
+    Raises:
+        ConfigError: neither or both of ``snapshot_id`` and ``tag``.
+        SnapshotNotFoundError / TagNotFoundError: the target does not exist.
+    """
+    if (snapshot_id is None) == (tag is None):
+        raise ConfigError("rollback_to needs exactly one of snapshot_id and tag")
+    sm = table.snapshot_manager
+    tags = _tags(table)
+    if tag is not None:
+        target = tags.tag(tag).snapshot
+    else:
+        assert snapshot_id is not None
+        target = sm.snapshot(snapshot_id)
+    latest = sm.latest_id()
+    if latest is None or target.id > latest:
+        raise SnapshotNotFoundError(target.id, f"snapshot {target.id} is newer than the latest ({latest})")
+    for newer in range(latest, target.id, -1):  # newest first: the listing never shows a gap below LATEST
+        with contextlib.suppress(FileNotFoundError):
+            table.storage.delete(sm.snapshot_path(newer))
+    for later in tags.tags():
+        if later.snapshot.id > target.id:
+            with contextlib.suppress(TagNotFoundError):
+                tags.delete([later.name])
+    if not sm.snapshot_exists(target.id):  # a tag whose snapshot expired: bring the snapshot back
+        table.storage.write_bytes(
+            sm.snapshot_path(target.id), target.to_json().encode("utf-8"), overwrite=True
+        )
+        sm.write_earliest_hint(target.id)
+    sm.write_latest_hint(target.id)

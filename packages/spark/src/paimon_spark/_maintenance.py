@@ -1,0 +1,134 @@
+"""Maintenance procedures for Spark SQL users: tags, rollback, expiration, orphan files, consumers.
+
+Paimon's Spark procedures are ``CALL sys.<name>(...)``; without a JVM procedure catalog the closest form is a
+Python UDTF with the same argument names (see :mod:`paimon_spark._procedures` for why)::
+
+    SELECT * FROM paimon_create_tag(table => 'db.t', tag => 'v1', snapshot_id => 12, time_retained => '7 d')
+    SELECT * FROM paimon_delete_tag(table => 'db.t', tag => 'v1,v2')
+    SELECT * FROM paimon_rollback_to(table => 'db.t', snapshot_id => 10)       -- or tag => 'v1'
+    SELECT * FROM paimon_expire_snapshots(table => 'db.t', retain_max => 5, older_than => '2026-01-01 00:00:00')
+    SELECT * FROM paimon_remove_orphan_files(table => 'db.t', older_than => '2026-01-01 00:00:00', dry_run => true)
+    SELECT * FROM paimon_reset_consumer(table => 'db.t', consumer_id => 'job1', next_snapshot_id => 7)
+
+Every procedure also takes ``options`` (``'warehouse=/wh,k=v'``: the warehouse, catalog options and dynamic
+table options, as for ``paimon_compact``). Each returns one row ``result``: true for the tag, rollback and
+consumer procedures, the number of snapshots expired, or the number of orphan files deleted (or found, in a
+dry run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import ClassVar
+
+from paimon_core import Catalog
+from paimon_core.consumer import ConsumerManager
+from paimon_core.maintenance import create_tag, delete_tag, expire_snapshots, remove_orphan_files, rollback_to
+from paimon_core.table import Table
+from paimon_spark._procedures import split_procedure_options
+
+__all__ = ["MAINTENANCE_PROCEDURES"]
+
+
+class _TableProcedure:
+    """Opens ``table`` from ``options`` and the defaults :func:`register_procedures` gives the subclass."""
+
+    warehouse: ClassVar[str | None] = None
+    catalog_conf: ClassVar[dict[str, str]] = {}
+
+    def _open(self, table: str, options: str | None) -> Table:
+        warehouse, conf, table_options = split_procedure_options(options, self.warehouse, self.catalog_conf)
+        return Catalog.open(warehouse, **conf).get_table(table, **table_options)
+
+
+def _text(value: str | None) -> str | None:
+    return value if value is not None and value.strip() else None
+
+
+class CreateTagProcedure(_TableProcedure):
+    def eval(
+        self,
+        table: str,
+        tag: str,
+        snapshot_id: int | None = None,
+        time_retained: str | None = None,
+        options: str | None = None,
+    ) -> Iterator[tuple[bool]]:
+        create_tag(self._open(table, options), tag, snapshot_id, _text(time_retained))
+        yield (True,)
+
+
+class DeleteTagProcedure(_TableProcedure):
+    def eval(self, table: str, tag: str, options: str | None = None) -> Iterator[tuple[bool]]:
+        delete_tag(self._open(table, options), tag)
+        yield (True,)
+
+
+class RollbackProcedure(_TableProcedure):
+    def eval(
+        self,
+        table: str,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        options: str | None = None,
+    ) -> Iterator[tuple[bool]]:
+        rollback_to(self._open(table, options), snapshot_id=snapshot_id, tag=_text(tag))
+        yield (True,)
+
+
+class ExpireSnapshotsProcedure(_TableProcedure):
+    def eval(
+        self,
+        table: str,
+        retain_max: int | None = None,
+        retain_min: int | None = None,
+        older_than: str | None = None,
+        max_deletes: int | None = None,
+        options: str | None = None,
+    ) -> Iterator[tuple[int]]:
+        expired = expire_snapshots(
+            self._open(table, options),
+            retain_max=retain_max,
+            retain_min=retain_min,
+            older_than=_text(older_than),
+            max_deletes=max_deletes,
+        )
+        yield (expired,)
+
+
+class RemoveOrphanFilesProcedure(_TableProcedure):
+    def eval(
+        self,
+        table: str,
+        older_than: str | None = None,
+        dry_run: bool | None = None,
+        options: str | None = None,
+    ) -> Iterator[tuple[int]]:
+        result = remove_orphan_files(
+            self._open(table, options), older_than=_text(older_than), dry_run=bool(dry_run)
+        )
+        yield (len(result.deleted),)
+
+
+class ResetConsumerProcedure(_TableProcedure):
+    def eval(
+        self,
+        table: str,
+        consumer_id: str,
+        next_snapshot_id: int | None = None,
+        options: str | None = None,
+    ) -> Iterator[tuple[bool]]:
+        handle = self._open(table, options)
+        ConsumerManager(handle.storage, handle.path).reset_to(consumer_id, next_snapshot_id)
+        yield (True,)
+
+
+MAINTENANCE_PROCEDURES: Mapping[str, tuple[type[_TableProcedure], str]] = {
+    "paimon_create_tag": (CreateTagProcedure, "result boolean"),
+    "paimon_delete_tag": (DeleteTagProcedure, "result boolean"),
+    "paimon_rollback_to": (RollbackProcedure, "result boolean"),
+    "paimon_expire_snapshots": (ExpireSnapshotsProcedure, "result bigint"),
+    "paimon_remove_orphan_files": (RemoveOrphanFilesProcedure, "result bigint"),
+    "paimon_reset_consumer": (ResetConsumerProcedure, "result boolean"),
+}
+"""UDTF name -> (class, return schema); :func:`paimon_spark.register_procedures` registers each."""
