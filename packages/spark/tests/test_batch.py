@@ -14,6 +14,7 @@ import pytest
 
 import paimon_spark
 from paimon_core import Catalog
+from paimon_core.maintenance import create_tag
 from paimon_core.table import plan_batch
 
 pytestmark = pytest.mark.slow
@@ -195,8 +196,10 @@ def test_time_travel_by_snapshot_and_timestamp(spark: Any, warehouse: str) -> No
     by_time = reader(spark, warehouse).option("scan.timestamp-millis", str(first.time_millis)).load("db.t")
     assert by_time.count() == 5
     assert reader(spark, warehouse).load("db.t").count() == 8
-    with pytest.raises(Exception, match="not supported yet"):
+    with pytest.raises(Exception, match="tag 't1' does not exist"):
         reader(spark, warehouse).option("scan.tag-name", "t1").load("db.t").count()
+    create_tag(Catalog.open(warehouse).get_table("db.t"), "t1", 1)
+    assert reader(spark, warehouse).option("scan.tag-name", "t1").load("db.t").count() == 5
 
 
 def test_load_by_path(spark: Any, warehouse: str) -> None:
