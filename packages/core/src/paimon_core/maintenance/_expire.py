@@ -1,28 +1,49 @@
-"""Snapshot expiration (spec §7.1): which snapshots go, then mark-and-sweep of the files only they used.
+"""Snapshot expiration (spec §7.1), as Java's ``ExpireSnapshotsImpl`` and ``SnapshotDeletion`` do it.
 
-The range follows Java: keep at least ``snapshot.num-retained.min`` snapshots and at most ``.max``; a
-snapshot goes only when its successor is older than ``snapshot.time-retained`` (or ``older_than``); never
-one a consumer has still to read; at most ``snapshot.expire.limit`` per run. Files are deleted by
-mark-and-sweep rather than Java's delta walk: a file goes only when an expired snapshot used it and no
-retained snapshot and no tag does. Snapshots newer than the range (a concurrent commit) are never expired,
-and their new files were never used by an expired snapshot, so a concurrent writer loses nothing.
+The range ``[E, end)`` keeps at least ``snapshot.num-retained.min`` snapshots and at most ``.max``; a
+snapshot goes only when its successor is older than ``snapshot.time-retained`` (or ``older_than``); never one
+a consumer has still to read; at most ``snapshot.expire.limit`` per run.
 
-Order of deletion: the snapshot files and ``EARLIEST`` first, then data files, manifests and manifest lists
-(Java deletes files first); an interrupted run leaves orphan files, never a snapshot missing its files.
+Only the deltas of ``(E, end]`` are read to find data files: a file DELETEd there is live in no snapshot
+from ``end`` on (names are unique and a file never comes back), so it goes unless the nearest tag before the
+deleting snapshot still uses it (a file's life is an interval, so the nearest tag is the only one to ask).
+Manifests work the same way: one used by an expired snapshot and by any later snapshot or tag is also used
+by ``end`` or by a tag of the range, which are the only ones read to keep them.
+
+Order, as Java: data files, then manifests, then manifest lists, then the snapshot files (ascending), then
+``EARLIEST``. Every file deleted is unreachable from snapshots ``>= end`` and from tags, so a run that dies
+midway leaves only expired snapshots incomplete, and the next run, whose range still holds them, deletes what
+is left (missing files are skipped). Snapshots ``>= end``, such as a concurrent commit's, are never touched,
+and the files they add never appear in the deltas read here.
+
+Index manifests and index files are left in place (this implementation cannot read index manifests);
+``remove_orphan_files`` removes them once no snapshot or tag uses them.
 """
 
 from __future__ import annotations
 
-import contextlib
+import bisect
 import datetime as dt
 import logging
 import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from paimon_core import options as opts
 from paimon_core.consumer import ConsumerManager
-from paimon_core.errors import ConfigError
-from paimon_core.maintenance._reach import reach, to_millis
+from paimon_core.errors import ConfigError, CorruptMetadataError
+from paimon_core.maintenance._reach import to_millis
+from paimon_core.manifest import (
+    FileKind,
+    ManifestEntry,
+    ManifestFileMeta,
+    read_manifest_file,
+    read_manifest_list,
+)
+from paimon_core.snapshot import EARLIEST_HINT, Snapshot
+from paimon_core.storage import Capability, join_path, parent_path
+from paimon_core.table._scan import live_entries
 from paimon_core.tag import TagManager
 
 if TYPE_CHECKING:
@@ -31,6 +52,9 @@ if TYPE_CHECKING:
 __all__ = ["expire_snapshots"]
 
 logger = logging.getLogger(__name__)
+
+_IO_THREADS = 8
+_FileKey = tuple[bytes, int, str]  # (partition, bucket, file name): how Java matches a file against a tag
 
 
 def expire_snapshots(
@@ -42,17 +66,24 @@ def expire_snapshots(
     max_deletes: int | None = None,
     now_millis: int | None = None,
 ) -> int:
-    """Paimon's ``expire_snapshots``; arguments left out come from the table options. Returns how many
-    snapshots expired.
+    """Paimon's ``expire_snapshots``; arguments left out come from the table options.
 
     Args:
         table: the table.
         retain_max: keep at most this many snapshots (``snapshot.num-retained.max``).
         retain_min: keep at least this many (``snapshot.num-retained.min``).
         older_than: expire snapshots whose successor is older than this (default: now minus
-            ``snapshot.time-retained``): a datetime, epoch millis or ``'yyyy-MM-dd HH:mm:ss'``.
+            ``snapshot.time-retained``): a datetime (naive = local time), epoch millis or
+            ``'yyyy-MM-dd HH:mm:ss'``.
         max_deletes: expire at most this many snapshots in this run (``snapshot.expire.limit``).
-        now_millis: the current time, for tests.
+        now_millis: the current time in epoch millis (default: the clock).
+
+    Returns:
+        How many snapshots expired.
+
+    Raises:
+        ConfigError: bad retention arguments.
+        CorruptMetadataError: a snapshot or tag file cannot be parsed (nothing was deleted).
     """
     options = table.options
     retain_min = retain_min if retain_min is not None else options.get_option(opts.SNAPSHOT_NUM_RETAINED_MIN)
@@ -62,51 +93,47 @@ def expire_snapshots(
         raise ConfigError(
             f"need 1 <= retain_min ({retain_min}) <= retain_max ({retain_max}) and max_deletes ({limit}) >= 1"
         )
-    now = now_millis if now_millis is not None else int(time.time() * 1000)
-    threshold = (
-        to_millis(older_than)
-        if older_than is not None
-        else now - options.get_option(opts.SNAPSHOT_TIME_RETAINED)
-    )
+    if older_than is not None:
+        threshold = to_millis(older_than)
+    else:
+        now = now_millis if now_millis is not None else int(time.time() * 1000)
+        threshold = now - options.get_option(opts.SNAPSHOT_TIME_RETAINED)
     sm = table.snapshot_manager
     latest, earliest = sm.latest_id(), sm.earliest_id()
     if latest is None or earliest is None:
         return 0
     end = _expire_end(table, latest, earliest, retain_min, retain_max, limit, threshold)
     if end <= earliest:
+        if not table.storage.exists(sm.hint_path(EARLIEST_HINT)):
+            sm.write_earliest_hint(earliest)
         return 0
-    expired = [s for s in (sm.try_snapshot(i) for i in range(earliest, end)) if s is not None]
-    retained = [s for s in (sm.try_snapshot(i) for i in range(end, latest + 1)) if s is not None]
-    if not retained:
-        return 0  # the range always keeps at least one snapshot; a vanished one means a concurrent rollback
-    doomed = reach(table, expired)
-    kept = reach(
-        table, [*retained, *TagManager(table.storage, table.path).tagged_snapshots()], live_only=True
+    return _expire_until(table, earliest, end)
+
+
+def might_expire(table: Table, latest_id: int, now_millis: int | None = None) -> bool:
+    """Whether the table options let anything expire, judged without reading a manifest (writers ask
+    this after each commit; most commits read one hint and stop)."""
+    options = table.options
+    sm = table.snapshot_manager
+    earliest = sm.earliest_id()
+    if earliest is None:
+        return False
+    count = latest_id - earliest + 1
+    if count <= options.get_option(opts.SNAPSHOT_NUM_RETAINED_MIN):
+        return False
+    if count > options.get_option(opts.SNAPSHOT_NUM_RETAINED_MAX):
+        return True
+    successor = sm.try_snapshot(earliest + 1)
+    now = now_millis if now_millis is not None else int(time.time() * 1000)
+    return successor is not None and successor.time_millis < now - options.get_option(
+        opts.SNAPSHOT_TIME_RETAINED
     )
-    storage = table.storage
-    # Snapshots first: once they are gone nothing can reach the files below, so a run that dies midway
-    # leaves orphan files at worst (for remove_orphan_files), never a snapshot with missing files.
-    for snapshot in expired:
-        with contextlib.suppress(FileNotFoundError):
-            storage.delete(sm.snapshot_path(snapshot.id))
-    sm.write_earliest_hint(end)
-    unused_data = doomed.data - kept.data
-    for path in sorted(unused_data):
-        with contextlib.suppress(FileNotFoundError):
-            storage.delete(path)
-    if options.get_option(opts.SNAPSHOT_CLEAN_EMPTY_DIRECTORIES):
-        _remove_empty_dirs(table, unused_data)
-    for name in sorted(doomed.metadata - kept.metadata):
-        with contextlib.suppress(FileNotFoundError):
-            storage.delete(table.manifest_path(name))
-    logger.info("expired snapshots %s..%s of %s", earliest, end - 1, table.identifier)
-    return len(expired)
 
 
 def _expire_end(
     table: Table, latest: int, earliest: int, retain_min: int, retain_max: int, limit: int, threshold: int
 ) -> int:
-    """The first snapshot id to keep (spec §7.1)."""
+    """The first snapshot id to keep (spec §7.1 "Range")."""
     low = max(latest - retain_max + 1, earliest)
     max_exclusive = latest - retain_min + 1
     consumer_min = ConsumerManager(table.storage, table.path).min_next_snapshot()
@@ -115,38 +142,241 @@ def _expire_end(
     max_exclusive = min(max_exclusive, earliest + limit)
     sm = table.snapshot_manager
     for snapshot_id in range(low, max_exclusive):
-        successor = sm.try_snapshot(snapshot_id + 1)
+        successor = sm.try_snapshot(snapshot_id + 1)  # None: removed meanwhile by another process
         if successor is not None and threshold <= successor.time_millis:
             return snapshot_id
-    return max(max_exclusive, earliest)
+    return max_exclusive
+
+
+def _expire_until(table: Table, begin: int, end: int) -> int:
+    """Expire the snapshots ``[begin, end)``; returns how many there were."""
+    sm = table.snapshot_manager
+    snapshots = [s for s in (sm.try_snapshot(i) for i in range(begin, end + 1)) if s is not None]
+    if not snapshots or snapshots[-1].id != end:
+        # `end` vanished under us (a rollback or another expiration): what it keeps is unknown.
+        logger.info("snapshot %s of %s is gone; expiration skipped", end, table.identifier)
+        return 0
+    kept, expired = snapshots[-1], snapshots[:-1]
+    tags = TagManager(table.storage, table.path).tagged_snapshots()
+
+    # 1. data files deleted by the deltas of (begin, end], and changelog files of expired snapshots
+    doomed = _data_files_to_delete(table, [s for s in snapshots if s.id > begin], tags)
+    for snapshot in expired:
+        if snapshot.changelog_manifest_list:
+            doomed.update(_changelog_files(table, snapshot))
+    _delete_all(table, doomed, "data file")
+    if table.options.get_option(opts.SNAPSHOT_CLEAN_EMPTY_DIRECTORIES):
+        _remove_empty_dirs(table, doomed)
+
+    # 2. metadata that neither `end` nor a tag of the range uses: manifests first, their lists last, so
+    # an interrupted run finds the remaining manifests through the lists again
+    keep = _metadata_in_use(table, [*_tags_sharing_metadata(tags, begin, end), kept])
+    if keep is not None:
+        manifests, lists, statistics = _unused_metadata(table, expired, keep)
+        _delete_all(table, {table.manifest_path(m) for m in manifests}, "manifest")
+        _delete_all(table, {table.manifest_path(m) for m in lists}, "manifest list")
+        _delete_all(table, {join_path(table.path, "statistics", s) for s in statistics}, "statistics file")
+
+    # 3. the snapshot files, oldest first, so the ids left stay contiguous
+    for snapshot in expired:
+        table.storage.delete(sm.snapshot_path(snapshot.id))
+    sm.write_earliest_hint(end)
+    logger.info("expired snapshots [%s, %s) of %s", begin, end, table.identifier)
+    return len(expired)
+
+
+def _data_files_to_delete(table: Table, snapshots: list[Snapshot], tags: list[Snapshot]) -> set[str]:
+    """Paths of the files that the deltas of ``snapshots`` delete (and do not re-add), minus those the
+    nearest earlier tag still uses; a snapshot whose delta or tag cannot be read deletes nothing."""
+    tag_ids = [t.id for t in tags]
+    nearest_tag = {s.id: _nearest_before(tags, tag_ids, s.id) for s in snapshots}
+    needed = {t.id: t for t in nearest_tag.values() if t is not None}
+    with ThreadPoolExecutor(max_workers=_IO_THREADS) as pool:
+        tag_files = dict(zip(needed, pool.map(lambda t: _tag_files(table, t), needed.values()), strict=True))
+        deltas = list(pool.map(lambda s: _deleted_in_delta(table, s), snapshots))
+    doomed: set[str] = set()
+    for snapshot, deleted in zip(snapshots, deltas, strict=True):
+        tag = nearest_tag[snapshot.id]
+        used_by_tag = tag_files[tag.id] if tag is not None else frozenset()
+        if deleted is None or used_by_tag is None:
+            continue
+        for entry in deleted:
+            if (entry.partition, entry.bucket, entry.file.file_name) not in used_by_tag:
+                doomed.update(_entry_paths(table, entry))
+    return doomed
+
+
+def _nearest_before(tags: list[Snapshot], tag_ids: list[int], snapshot_id: int) -> Snapshot | None:
+    # Strictly before: a tag on the deleting snapshot itself no longer has the file.
+    index = bisect.bisect_left(tag_ids, snapshot_id) - 1
+    return tags[index] if index >= 0 else None
+
+
+def _tag_files(table: Table, tag: Snapshot) -> frozenset[_FileKey] | None:
+    """The live files of a tagged snapshot, or None if its manifests cannot be read."""
+    try:
+        return frozenset((e.partition, e.bucket, e.file.file_name) for e in live_entries(table, tag))
+    except CorruptMetadataError as exc:
+        logger.warning(
+            "cannot read the files of tagged snapshot %s; keeping what it may use: %s", tag.id, exc
+        )
+        return None
+
+
+def _deleted_in_delta(table: Table, snapshot: Snapshot) -> list[ManifestEntry] | None:
+    """The DELETE entries of a snapshot's delta not re-added there (a level upgrade), or None if unreadable."""
+    try:
+        entries = [
+            e for m in _read_list(table, snapshot.delta_manifest_list) for e in _read_manifest(table, m)
+        ]
+    except CorruptMetadataError as exc:
+        # After an interrupted run the delta may be gone; its files went before it did.
+        logger.warning(
+            "cannot read the delta of snapshot %s; deleting none of its files: %s", snapshot.id, exc
+        )
+        return None
+    deleted: dict[_FileKey, ManifestEntry] = {}
+    for entry in entries:
+        key = (entry.partition, entry.bucket, entry.file.file_name)
+        if entry.kind == FileKind.ADD:
+            deleted.pop(key, None)
+        else:
+            deleted[key] = entry
+    return list(deleted.values())
+
+
+def _changelog_files(table: Table, snapshot: Snapshot) -> set[str]:
+    """Files the snapshot's changelog manifests add; unreadable manifests are skipped (Java's rule)."""
+    paths: set[str] = set()
+    for meta in _read_list_quietly(table, snapshot.changelog_manifest_list):
+        try:
+            entries = _read_manifest(table, meta)
+        except CorruptMetadataError as exc:
+            logger.info("skipping unreadable changelog manifest %s: %s", meta.file_name, exc)
+            continue
+        paths.update(_data_path(table, e) for e in entries if e.kind == FileKind.ADD)
+    return paths
+
+
+def _tags_sharing_metadata(tags: list[Snapshot], begin: int, end: int) -> list[Snapshot]:
+    """Tags whose manifests an expired snapshot may share: the last tag at or before ``begin`` and every
+    tag in between up to ``end`` (Java's ``findSkippingTags``)."""
+    before_end = [t for t in tags if t.id < end]
+    at_or_before_begin = [i for i, t in enumerate(before_end) if t.id <= begin]
+    first = at_or_before_begin[-1] if at_or_before_begin else 0
+    return before_end[first:]
+
+
+def _metadata_in_use(table: Table, snapshots: list[Snapshot]) -> set[str] | None:
+    """Manifest lists, manifests, index manifests and statistics files the snapshots use; None when some
+    list cannot be read (then no metadata is deleted this run)."""
+    used: set[str] = set()
+    try:
+        for snapshot in snapshots:
+            for name in (snapshot.base_manifest_list, snapshot.delta_manifest_list):
+                used.add(name)
+                used.update(m.file_name for m in _read_list(table, name))
+            used.update(n for n in (snapshot.index_manifest, snapshot.statistics) if n)
+    except CorruptMetadataError as exc:
+        logger.warning("cannot tell which manifests are still used; deleting none: %s", exc)
+        return None
+    return used
+
+
+def _unused_metadata(
+    table: Table, expired: list[Snapshot], keep: set[str]
+) -> tuple[set[str], set[str], set[str]]:
+    """(manifests, manifest lists, statistics files) of the expired snapshots that nothing kept uses."""
+    manifests: set[str] = set()
+    lists: set[str] = set()
+    statistics: set[str] = set()
+    for snapshot in expired:
+        for name in (
+            snapshot.base_manifest_list,
+            snapshot.delta_manifest_list,
+            snapshot.changelog_manifest_list,
+        ):
+            if not name or name in keep:
+                continue
+            lists.add(name)
+            manifests.update(m.file_name for m in _read_list_quietly(table, name) if m.file_name not in keep)
+        if snapshot.statistics and snapshot.statistics not in keep:
+            statistics.add(snapshot.statistics)
+    return manifests, lists, statistics
+
+
+def _read_list(table: Table, name: str) -> list[ManifestFileMeta]:
+    return read_manifest_list(table.storage, table.manifest_path(name))
+
+
+def _read_list_quietly(table: Table, name: str | None) -> list[ManifestFileMeta]:
+    """A manifest list, or nothing if it is gone or unreadable (an earlier run may have deleted it)."""
+    if not name:
+        return []
+    try:
+        return _read_list(table, name)
+    except CorruptMetadataError as exc:
+        logger.info("skipping unreadable manifest list %s: %s", name, exc)
+        return []
+
+
+def _read_manifest(table: Table, meta: ManifestFileMeta) -> list[ManifestEntry]:
+    return read_manifest_file(table.storage, table.manifest_path(meta.file_name))
+
+
+def _data_path(table: Table, entry: ManifestEntry) -> str:
+    file = entry.file
+    return file.external_path or join_path(table.bucket_dir(entry.partition, entry.bucket), file.file_name)
+
+
+def _entry_paths(table: Table, entry: ManifestEntry) -> Iterable[str]:
+    """The data file and its extra files, which sit beside it (also under an external path)."""
+    path = _data_path(table, entry)
+    yield path
+    directory = parent_path(path)
+    for extra in entry.file.extra_files:
+        yield join_path(directory, extra)
+
+
+def _delete_all(table: Table, paths: set[str], what: str) -> None:
+    """Delete in parallel; a file already gone is fine, another failure is logged and leaves an orphan."""
+    storage = table.storage
+
+    def delete(path: str) -> None:
+        try:
+            storage.delete(path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            logger.warning("could not delete %s %s: %s", what, path, exc)
+
+    _run(delete, sorted(paths))
+
+
+def _run(action: Callable[[str], None], items: list[str]) -> None:
+    if len(items) <= 1:
+        for item in items:
+            action(item)
+        return
+    with ThreadPoolExecutor(max_workers=min(_IO_THREADS, len(items))) as pool:
+        list(pool.map(action, items))
 
 
 def _remove_empty_dirs(table: Table, deleted: set[str]) -> None:
-    """Remove bucket directories (and then partition directories) left empty, up to the table root."""
+    """Remove directories the deletions left empty, bucket first, then partitions up to the table root.
+
+    Object stores have no empty directories to remove. Elsewhere the emptiness test and ``delete_dir`` are
+    two calls (the storage API has no non-recursive delete), which is why this stays opt-in, as in Java.
+    """
+    if Capability.DIRECTORIES not in table.storage.capabilities:
+        return
     root = table.path.rstrip("/")
-    for directory in sorted({p.rsplit("/", 1)[0] for p in deleted}, key=len, reverse=True):
+    for directory in sorted({parent_path(p) for p in deleted}, key=len, reverse=True):
         while directory.startswith(root + "/"):
             try:
                 if table.storage.list_dir(directory):
                     break
                 table.storage.delete_dir(directory)
-            except (FileNotFoundError, OSError):
+            except OSError:
                 break
-            directory = directory.rsplit("/", 1)[0]
-
-
-def might_expire(table: Table, latest_id: int) -> bool:
-    """A cheap test for writers: can anything expire at all (without reading any manifest)?"""
-    options = table.options
-    earliest = table.snapshot_manager.earliest_id()
-    if earliest is None:
-        return False
-    retain_min = options.get_option(opts.SNAPSHOT_NUM_RETAINED_MIN)
-    if latest_id - earliest + 1 <= retain_min:
-        return False
-    successor = table.snapshot_manager.try_snapshot(earliest + 1)
-    threshold = int(time.time() * 1000) - options.get_option(opts.SNAPSHOT_TIME_RETAINED)
-    retain_max = options.get_option(opts.SNAPSHOT_NUM_RETAINED_MAX)
-    return latest_id - earliest + 1 > retain_max or (
-        successor is not None and successor.time_millis < threshold
-    )
+            directory = parent_path(directory)

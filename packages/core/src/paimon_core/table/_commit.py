@@ -187,9 +187,10 @@ class TableCommit:
         """
         if not created or self.table.options.get_option(opts.WRITE_ONLY):
             return
-        from paimon_core.maintenance._expire import expire_snapshots, might_expire  # it builds on this module
-
         try:
+            # imported here: the maintenance package imports this one
+            from paimon_core.maintenance._expire import expire_snapshots, might_expire
+
             if might_expire(self.table, max(created)):
                 expire_snapshots(self.table)
         except Exception:
