@@ -10,9 +10,7 @@ from typing import TYPE_CHECKING
 
 from paimon_core.errors import ConfigError
 from paimon_core.manifest import (
-    FileKind,
     ManifestEntry,
-    merge_entries,
     read_manifest_file,
     read_manifest_list,
 )
@@ -31,11 +29,11 @@ class Reach:
     data: set[str] = field(default_factory=set)
 
 
-def reach(table: Table, snapshots: Iterable[Snapshot], *, live_only: bool = False) -> Reach:
+def reach(table: Table, snapshots: Iterable[Snapshot]) -> Reach:
     """Every file the snapshots use; each manifest is read once however many snapshots share it.
 
-    With ``live_only`` a data file counts only when it is live in one of the snapshots (what a retained
-    snapshot can read); otherwise every file any manifest entry names counts (ADD or DELETE).
+    Every data file that any manifest entry names counts (ADD or DELETE): conservative, as orphan removal
+    must be.
 
     Raises:
         CorruptMetadataError: a manifest list or manifest cannot be read (the caller must then delete nothing).
@@ -64,12 +62,7 @@ def reach(table: Table, snapshots: Iterable[Snapshot], *, live_only: bool = Fals
                 strict=True,
             )
         )
-    if live_only:
-        for names in per_snapshot:
-            merged = merge_entries([e for name in names for e in entries[name]])
-            found.data.update(_paths(table, [e for e in merged if e.kind == FileKind.ADD]))
-    else:
-        found.data.update(_paths(table, [e for chunk in entries.values() for e in chunk]))
+    found.data.update(_paths(table, [e for chunk in entries.values() for e in chunk]))
     return found
 
 
