@@ -26,14 +26,14 @@ import bisect
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from paimon_core import options as opts
 from paimon_core.consumer import ConsumerManager
 from paimon_core.errors import ConfigError, CorruptMetadataError
-from paimon_core.maintenance._reach import to_millis
+from paimon_core.maintenance._reach import entry_paths, to_millis
 from paimon_core.manifest import (
     FileKind,
     ManifestEntry,
@@ -202,7 +202,7 @@ def _data_files_to_delete(table: Table, snapshots: list[Snapshot], tags: list[Sn
             continue
         for entry in deleted:
             if (entry.partition, entry.bucket, entry.file.file_name) not in used_by_tag:
-                doomed.update(_entry_paths(table, entry))
+                doomed.update(entry_paths(table, entry))
     return doomed
 
 
@@ -327,15 +327,6 @@ def _read_manifest(table: Table, meta: ManifestFileMeta) -> list[ManifestEntry]:
 def _data_path(table: Table, entry: ManifestEntry) -> str:
     file = entry.file
     return file.external_path or join_path(table.bucket_dir(entry.partition, entry.bucket), file.file_name)
-
-
-def _entry_paths(table: Table, entry: ManifestEntry) -> Iterable[str]:
-    """The data file and its extra files, which sit beside it (also under an external path)."""
-    path = _data_path(table, entry)
-    yield path
-    directory = parent_path(path)
-    for extra in entry.file.extra_files:
-        yield join_path(directory, extra)
 
 
 def _delete_all(table: Table, paths: set[str], what: str) -> None:

@@ -15,7 +15,7 @@ from paimon_core.manifest import (
     read_manifest_list,
 )
 from paimon_core.snapshot import Snapshot
-from paimon_core.storage import join_path
+from paimon_core.storage import join_path, parent_path
 
 if TYPE_CHECKING:
     from paimon_core.table import Table
@@ -68,11 +68,17 @@ def reach(table: Table, snapshots: Iterable[Snapshot]) -> Reach:
 
 def _paths(table: Table, entries: Iterable[ManifestEntry]) -> Iterable[str]:
     for entry in entries:
-        file = entry.file
-        directory = table.bucket_dir(entry.partition, entry.bucket)
-        yield file.external_path or join_path(directory, file.file_name)
-        for extra in file.extra_files:
-            yield join_path(directory, extra)
+        yield from entry_paths(table, entry)
+
+
+def entry_paths(table: Table, entry: ManifestEntry) -> Iterable[str]:
+    """The data file of a manifest entry and its extra files, which sit beside it (also under an external path)."""
+    file = entry.file
+    path = file.external_path or join_path(table.bucket_dir(entry.partition, entry.bucket), file.file_name)
+    yield path
+    directory = parent_path(path)
+    for extra in file.extra_files:
+        yield join_path(directory, extra)
 
 
 def to_millis(value: dt.datetime | int | str) -> int:
