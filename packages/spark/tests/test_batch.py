@@ -253,6 +253,23 @@ def test_sql_views_and_conf_dynamic_options(spark: Any, warehouse: str) -> None:
     assert reader(spark, warehouse).load("db.t").count() == 1
 
 
+def test_register_lifts_the_arrow_byte_check_unless_the_session_sets_it(spark: Any, warehouse: str) -> None:
+    key = "spark.sql.execution.arrow.maxBytesPerBatch"
+    assert spark.conf.get(key) == "2147483647"  # the fixture's register() set it
+    spark.conf.set(key, "4k")
+    try:
+        paimon_spark.register(spark)
+        assert spark.conf.get(key) == "4k"  # the session's own value is kept
+        # Spark's byte cap then cuts the rows into small Arrow batches; the write is the same
+        df = spark.range(0, 2000, numPartitions=2).selectExpr("id", "repeat(cast(id as string), 50) as s")
+        writer(df, warehouse).save("db.t")
+        assert rows(reader(spark, warehouse).load("db.t")) == rows(df)
+    finally:
+        spark.conf.unset(key)
+        paimon_spark.register(spark)
+    assert spark.conf.get(key) == "2147483647"
+
+
 def test_empty_table_reads_empty(spark: Any, warehouse: str) -> None:
     catalog = Catalog.open(warehouse)
     catalog.create_database("db")
