@@ -215,10 +215,12 @@ def main() -> None:
                 spark,
                 ARROW_BYTES_CONF,
                 SPARK_DEFAULT_ARROW_BYTES,
-                lambda: frame.write.format("paimon")
-                .options(**options)
-                .mode("append")
-                .save(f"bench.c{i if i >= 0 else 'warm'}"),
+                lambda: (
+                    frame.write.format("paimon")
+                    .options(**options)
+                    .mode("append")
+                    .save(f"bench.c{i if i >= 0 else 'warm'}")
+                ),
             ),
         }
         reads = {
