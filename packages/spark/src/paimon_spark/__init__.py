@@ -9,6 +9,8 @@ Quick tour::
     paimon_spark.create_temp_view(spark, "t", "db.t", warehouse="/tmp/wh")
     spark.sql("INSERT INTO t SELECT ...")
     paimon_spark.compact(spark, warehouse="/tmp/wh", table="db.t")          # executors rewrite small files
+    paimon_spark.merge_into(spark, warehouse="/tmp/wh", target_table="db.t", source_table="s",
+                            merge_condition="t.id = s.id", matched_upsert_setting="v = s.v")
     spark.sql("SELECT * FROM paimon_compact(table => 'db.t', options => 'warehouse=/tmp/wh')")
 """
 
@@ -19,6 +21,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from paimon_spark._compact import SparkRunner, compact, compact_database
+from paimon_spark._merge import MergeCardinalityError, MergeSummary, merge_into
 from paimon_spark._options import SourceConfig, conf_dynamic_options
 from paimon_spark._procedures import register_procedures
 from paimon_spark._source import SOURCE_NAME, PaimonDataSource, commit_user_for_query
@@ -27,6 +30,8 @@ from paimon_spark._version import __version__
 
 __all__ = [
     "SOURCE_NAME",
+    "MergeCardinalityError",
+    "MergeSummary",
     "PaimonDataSource",
     "SourceConfig",
     "SparkRunner",
@@ -38,6 +43,7 @@ __all__ = [
     "create_temp_view",
     "from_spark_schema",
     "from_spark_type",
+    "merge_into",
     "register",
     "register_procedures",
     "to_spark_schema",
