@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -9,8 +12,10 @@ import pyarrow as pa
 import pytest
 
 import paimon_spark
+import paimon_spark._merge as merge_module
 from paimon_core import Catalog
-from paimon_core.errors import ConfigError
+from paimon_core.errors import CommitConflictError, ConfigError
+from paimon_spark.cli import build_parser, merge_arguments
 
 pytestmark = pytest.mark.slow
 
@@ -193,3 +198,79 @@ def test_split_top_level_keeps_nested_commas() -> None:
         "b = `c,d`",
         "e = 'f,(g'",
     ]
+
+
+def test_a_concurrent_overwrite_of_a_rewritten_file_fails_the_merge_and_it_leaves_nothing(
+    spark: Any, warehouse: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_target(warehouse)
+    before_files = on_disk(warehouse)
+    replacement = pa.table({"id": [7], "v": ["other writer"], "p": ["a"]}, schema=SCHEMA)
+    original = merge_module._deleted_messages
+
+    def overwrite_first(*args: Any) -> Any:
+        # another writer replaces partition a after the merge read it and before the merge commits
+        Catalog.open(warehouse).get_table("db.t").overwrite(replacement, partition={"p": "a"})
+        return original(*args)
+
+    monkeypatch.setattr(merge_module, "_deleted_messages", overwrite_first)
+    source(spark, [(1, "new1", "a")])
+    with pytest.raises(CommitConflictError):
+        paimon_spark.merge_into(
+            spark,
+            warehouse=warehouse,
+            target_table="db.t",
+            source_table="S",
+            merge_condition="t.id = S.id",
+            matched_upsert_setting="v = S.v",
+        )
+    got = current(warehouse)
+    assert got[7] == ("other writer", "a") and 1 not in got and len(got) == 11
+    assert (on_disk(warehouse) - before_files) <= live_files(warehouse)  # the merge's files are gone
+
+
+def test_cli_action_flags_map_to_merge_into_arguments() -> None:
+    parser = build_parser()
+    common = [
+        "merge_into",
+        "--warehouse",
+        "/wh",
+        "--table",
+        "db.t",
+        "--source_table",
+        "S",
+        "--on",
+        "T.id = S.id",
+    ]
+    args = parser.parse_args(
+        [*common, "--merge_actions", "matched-upsert,matched-delete", "--matched_upsert_set", "v = S.v",
+         "--not_matched_insert_values", "*"]
+    )  # fmt: skip
+    # not-matched-insert is not among the actions: its values are ignored; a delete without condition: TRUE
+    assert merge_arguments(args) == {"matched_upsert_setting": "v = S.v", "matched_delete_condition": "TRUE"}
+    with pytest.raises(SystemExit, match="needs --not_matched_insert_values"):
+        merge_arguments(parser.parse_args([*common, "--merge_actions", "not-matched-insert"]))
+    with pytest.raises(SystemExit, match="--merge_actions takes"):
+        merge_arguments(parser.parse_args([*common, "--merge_actions", "upsert"]))
+
+
+def test_cli_merge_into_with_plain_python(warehouse: str) -> None:
+    make_target(warehouse)
+    changes = str(Path(warehouse).parent / "changes.json")
+    Path(changes).write_text('{"id": 2, "v": "cli"}\n{"id": 50, "v": "new"}\n')
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    completed = subprocess.run(
+        [
+            sys.executable, "-m", "paimon_spark.cli", "merge_into", "--master", "local[1]",
+            "--warehouse", warehouse, "--database", "db", "--table", "t", "--target_as", "T",
+            "--source_sql", f"CREATE TEMPORARY VIEW S AS SELECT id, v, 'z' AS p FROM json.`{changes}`",
+            "--source_table", "S", "--on", "T.id = S.id",
+            "--merge_actions", "matched-upsert,not-matched-insert",
+            "--matched_upsert_set", "v = S.v", "--not_matched_insert_values", "*",
+        ],
+        capture_output=True, text=True, env=env, timeout=300, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "db.t: snapshot 4, 1 updated, 0 deleted, 1 inserted, 1 files rewritten" in completed.stdout
+    got = current(warehouse)
+    assert got[2] == ("cli", "a") and got[50] == ("new", "z") and len(got) == 21

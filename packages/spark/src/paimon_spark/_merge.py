@@ -56,11 +56,20 @@ class MergeCardinalityError(PaimonError, ValueError):
 class MergeSummary:
     """What a merge did. ``snapshot_id`` is None when nothing changed (no snapshot was made)."""
 
+    table: str
     snapshot_id: int | None
     updated: int = 0
     deleted: int = 0
     inserted: int = 0
     rewritten_files: tuple[str, ...] = field(default_factory=tuple)
+
+    def __str__(self) -> str:
+        if self.snapshot_id is None:
+            return f"{self.table}: nothing to merge"
+        return (
+            f"{self.table}: snapshot {self.snapshot_id}, {self.updated} updated, {self.deleted} deleted, "
+            f"{self.inserted} inserted, {len(self.rewritten_files)} files rewritten"
+        )
 
 
 @dataclass(frozen=True)
@@ -186,7 +195,7 @@ def _merge(
             touched.add(name)
     inserted = counts.get(_INSERT, 0)
     if not touched and not inserted:
-        return MergeSummary(None)
+        return MergeSummary(table.identifier, None)
     keep = F.col(ACTION_COLUMN).isin(_KEEP, _UPDATE, _UPDATE_UNMATCHED) & F.col(FILE_COLUMN).isin(
         sorted(touched)
     )
@@ -203,6 +212,7 @@ def _merge(
         table.new_commit().abort(written)
         raise
     summary = MergeSummary(
+        table.identifier,
         created[0] if created else None,
         updated=counts.get(_UPDATE, 0) + counts.get(_UPDATE_UNMATCHED, 0),
         deleted=counts.get(_DELETE, 0),

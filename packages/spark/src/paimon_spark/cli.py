@@ -1,4 +1,4 @@
-"""The ``paimon-spark`` actions: ``compact`` and ``compact_database`` as Paimon's Spark/Flink actions.
+"""The ``paimon-spark`` actions: ``compact``, ``compact_database`` and ``merge_into`` as Paimon's actions.
 
 Run with plain Python (``local[*]`` unless ``--master`` says otherwise)::
 
@@ -8,6 +8,10 @@ Run with plain Python (``local[*]`` unless ``--master`` says otherwise)::
 or on a cluster, this file being the main file (``--master`` then comes from ``spark-submit``)::
 
     spark-submit --master spark://host:7077 .../paimon_spark/cli.py compact --warehouse ... --table t
+    paimon-spark merge_into --warehouse /wh --table db.t --target_as T --source_table S \\
+        --source_sql "CREATE TEMPORARY VIEW S AS SELECT * FROM parquet.`/data/changes`" \\
+        --on "T.id = S.id" --merge_actions matched-upsert,not-matched-insert \\
+        --matched_upsert_set "v = S.v" --not_matched_insert_values "*"
 
 Options use Paimon's names; both ``--catalog_conf`` and ``--catalog-conf`` spellings are accepted. Progress
 shows on a terminal; a summary (files and bytes before and after, time) is printed at the end. A streaming
@@ -79,7 +83,83 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(database, "excluding_tables", default=None, help="regex of db.table names to leave out")
     _flag(database, "mode", choices=["divided", "combined"], default="divided")
     _flag(database, "streaming", action="store_true", help="keep compacting until interrupted")
+    merge = actions.add_parser(
+        "merge_into", aliases=["merge-into"], help="merge a source into an append table (copy-on-write)"
+    )
+    _common(merge)
+    _flag(merge, "database", default=None, help="the database (or give --table db.t)")
+    _flag(merge, "table", required=True)
+    _flag(merge, "target_as", default=None, help="the target's alias in conditions (default: its name)")
+    _flag(
+        merge,
+        "source_table",
+        required=True,
+        help="a table or view of the session, e.g. one --source_sql made",
+    )
+    _flag(merge, "source_sql", action="append", default=[], help="SQL run first (repeatable)")
+    _flag(merge, "on", required=True, help="the merge condition, e.g. T.id = S.id")
+    _flag(merge, "merge_actions", required=True, help="comma-separated: " + ",".join(MERGE_ACTIONS))
+    for name in MERGE_ARGUMENTS:
+        _flag(merge, name, default=None)
+    _flag(merge, "table_conf", action="append", default=[], metavar="K=V", help="dynamic table option")
     return parser
+
+
+MERGE_ACTIONS = (
+    "matched-upsert",
+    "matched-delete",
+    "not-matched-insert",
+    "not-matched-by-source-upsert",
+    "not-matched-by-source-delete",
+)
+# The action's flags and merge_into's keyword for each, by action.
+MERGE_ARGUMENTS = {
+    "matched_upsert_condition": ("matched-upsert", "matched_upsert_condition"),
+    "matched_upsert_set": ("matched-upsert", "matched_upsert_setting"),
+    "matched_delete_condition": ("matched-delete", "matched_delete_condition"),
+    "not_matched_insert_condition": ("not-matched-insert", "not_matched_insert_condition"),
+    "not_matched_insert_values": ("not-matched-insert", "not_matched_insert_values"),
+    "not_matched_by_source_upsert_condition": (
+        "not-matched-by-source-upsert",
+        "not_matched_by_source_upsert_condition",
+    ),
+    "not_matched_by_source_upsert_set": (
+        "not-matched-by-source-upsert",
+        "not_matched_by_source_upsert_setting",
+    ),
+    "not_matched_by_source_delete_condition": (
+        "not-matched-by-source-delete",
+        "not_matched_by_source_delete_condition",
+    ),
+}
+
+MERGE_REQUIRED = {
+    "matched-upsert": "matched_upsert_set",
+    "not-matched-by-source-upsert": "not_matched_by_source_upsert_set",
+    "not-matched-insert": "not_matched_insert_values",
+}
+
+
+def merge_arguments(args: argparse.Namespace) -> dict[str, str]:
+    """merge_into's action keywords from the action's flags; only the actions named in --merge_actions."""
+    chosen = [a.strip() for a in args.merge_actions.split(",") if a.strip()]
+    unknown = [a for a in chosen if a not in MERGE_ACTIONS]
+    if unknown or not chosen:
+        raise SystemExit(
+            f"paimon-spark: error: --merge_actions takes {','.join(MERGE_ACTIONS)}, got {unknown}"
+        )
+    keywords: dict[str, str] = {}
+    for flag, (action, keyword) in MERGE_ARGUMENTS.items():
+        value = getattr(args, flag)
+        if action in chosen and value is not None:
+            keywords[keyword] = value
+    for action in chosen:
+        needed = MERGE_REQUIRED.get(action)
+        if needed is not None and getattr(args, needed) is None:
+            raise SystemExit(f"paimon-spark: error: {action} needs --{needed}")
+        if action.endswith("-delete"):  # with no condition it deletes every such row
+            keywords.setdefault(action.replace("-", "_") + "_condition", "TRUE")
+    return keywords
 
 
 def _session(master: str | None, action: str) -> Any:
@@ -104,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress = False if args.no_progress else None
     try:
         if args.action == "compact":
-            summary = paimon_spark.compact(
+            summary: Any = paimon_spark.compact(
                 spark,
                 warehouse=args.warehouse,
                 database=args.database,
@@ -119,6 +199,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                 parallelism=args.parallelism,
                 progress=progress,
                 poll_interval=args.poll_interval,
+            )
+            print(summary)
+        elif args.action in ("merge_into", "merge-into"):
+            identifier = f"{args.database}.{args.table}" if args.database else args.table
+            summary = paimon_spark.merge_into(
+                spark,
+                warehouse=args.warehouse,
+                target_table=identifier,
+                target_alias=args.target_as,
+                source_table=args.source_table,
+                source_sqls=args.source_sql,
+                merge_condition=args.on,
+                options=_conf(args.table_conf),
+                catalog_conf=_conf(args.catalog_conf),
+                **merge_arguments(args),
             )
             print(summary)
         else:
