@@ -161,6 +161,31 @@ def test_several_source_rows_for_one_changed_row_is_an_error(spark: Any, warehou
     assert on_disk(warehouse) == files
 
 
+def test_a_row_matched_twice_is_kept_once_or_is_an_error_when_a_match_changes_it(
+    spark: Any, warehouse: str
+) -> None:
+    make_target(warehouse)
+    before = current(warehouse)
+    arguments = dict(
+        warehouse=warehouse,
+        target_table="db.t",
+        source_table="S",
+        merge_condition="t.id = S.id",
+        matched_upsert_condition="S.v = 'change'",
+        matched_upsert_setting="v = S.v",
+    )
+    # id 2 is matched twice and neither match changes it; id 4 (same file) changes: id 2 is written once
+    source(spark, [(2, "same", "a"), (2, "same again", "a"), (4, "change", "a")])
+    summary = paimon_spark.merge_into(spark, **arguments)
+    assert summary.updated == 1
+    assert current(warehouse) == {**before, 4: ("change", "a")}
+    assert Catalog.open(warehouse).get_table("db.t").to_arrow().num_rows == 20
+    # one of id 3's two matches changes it: ambiguous
+    source(spark, [(3, "change", "a"), (3, "keep", "a")])
+    with pytest.raises(paimon_spark.MergeCardinalityError, match="matched by 2 source rows"):
+        paimon_spark.merge_into(spark, **arguments)
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [

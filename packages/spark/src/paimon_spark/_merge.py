@@ -173,11 +173,12 @@ def _merge(
 ) -> MergeSummary:
     changes = {_UPDATE, _DELETE, _UPDATE_UNMATCHED}
     matched = F.col(FILE_COLUMN).isNotNull() & F.col(SOURCE_COLUMN).isNotNull()
+    changed = F.col(ACTION_COLUMN).isin(_UPDATE, _DELETE).cast("int")
     repeated = (
-        joined.where(matched & F.col(ACTION_COLUMN).isin(_UPDATE, _DELETE))
+        joined.where(matched)
         .groupBy(FILE_COLUMN, ROW_COLUMN)
-        .count()
-        .where("count > 1")
+        .agg(F.count(F.lit(1)).alias("count"), F.max(changed).alias("changed"))
+        .where("count > 1 AND changed = 1")
         .limit(1)
         .collect()
     )
@@ -199,7 +200,9 @@ def _merge(
     keep = F.col(ACTION_COLUMN).isin(_KEEP, _UPDATE, _UPDATE_UNMATCHED) & F.col(FILE_COLUMN).isin(
         sorted(touched)
     )
-    result = joined.where(keep | (F.col(ACTION_COLUMN) == _INSERT)).select(*output)
+    # A kept row that several source rows matched (and none changed) appears once per match: once is enough.
+    kept = joined.where(keep).dropDuplicates([FILE_COLUMN, ROW_COLUMN]).select(*output)
+    result = kept.unionByName(joined.where(F.col(ACTION_COLUMN) == _INSERT).select(*output))
     written = [
         message
         for row in result.mapInArrow(_writer(config), "message binary").collect()
