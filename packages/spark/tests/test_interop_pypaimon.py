@@ -131,6 +131,31 @@ def test_pypaimon_reads_what_spark_writes(spark: Any, warehouse: str, options: d
     expected = sorted([r for r in first + second if r["p"] != "p0"] + replacement, key=lambda r: r["id"])
     assert by_id(pypaimon_read(catalog, "db.t")) == expected
 
+    # merge_into rewrites the files holding changed rows (an OVERWRITE snapshot); pypaimon agrees.
+    merged = merge_some(spark, warehouse, expected)
+    assert by_id(pypaimon_read(catalog, "db.t")) == merged
+
+
+def merge_some(spark: Any, warehouse: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Merge: ids divisible by 10 get s='merged', by 15 are deleted, 5000-5009 are inserted; the new rows."""
+    import paimon_spark
+
+    changes = [dict(r, s="merged") for r in rows if r["id"] % 10 == 0] + make_rows(5000, 10)
+    frame = spark.createDataFrame(arrow(changes).to_pandas(), schema=spark_schema(spark, arrow(changes)))
+    paimon_spark.merge_into(
+        spark,
+        warehouse=warehouse,
+        target_table="db.t",
+        source_table=frame,
+        merge_condition="t.id = S.id",
+        matched_upsert_condition="t.id % 15 <> 0",
+        matched_upsert_setting="s = S.s",
+        matched_delete_condition="TRUE",
+        not_matched_insert_values="*",
+    )
+    merged = [dict(r, s="merged") if r["id"] % 10 == 0 else r for r in rows if r["id"] % 30 != 0]
+    return sorted(merged + make_rows(5000, 10), key=lambda r: r["id"])
+
 
 def test_spark_reads_what_pypaimon_writes(spark: Any, warehouse: str) -> None:
     from pypaimon import Schema
@@ -161,3 +186,7 @@ def test_spark_reads_what_pypaimon_writes(spark: Any, warehouse: str) -> None:
     frame = spark.createDataFrame(arrow(third).to_pandas(), schema=spark_schema(spark, arrow(third)))
     frame.write.format("paimon").option("warehouse", warehouse).mode("append").save("db.t")
     assert by_id(pypaimon_read(catalog, "db.t")) == first + second + third
+
+    # A merge into the pypaimon table: pypaimon reads the result.
+    merged = merge_some(spark, warehouse, first + second + third)
+    assert by_id(pypaimon_read(catalog, "db.t")) == merged == by_id(spark_read(spark, warehouse, "db.t"))
