@@ -41,6 +41,12 @@ def current(warehouse: str) -> dict[int, tuple[str, str]]:
     return {r["id"]: (r["v"], r["p"]) for r in data.to_pylist()}
 
 
+def merge(spark: Any, warehouse: str, **arguments: Any) -> paimon_spark.MergeSummary:
+    """merge_into db.t from the view S on t.id = S.id (unless the arguments say otherwise)."""
+    defaults = {"target_table": "db.t", "source_table": "S", "merge_condition": "t.id = S.id"}
+    return paimon_spark.merge_into(spark, warehouse=warehouse, **{**defaults, **arguments})
+
+
 def live_files(warehouse: str) -> set[str]:
     return {e.file.file_name for e in Catalog.open(warehouse).get_table("db.t").live_entries()}
 
@@ -58,12 +64,10 @@ def test_upsert_delete_insert_rewrites_only_the_touched_files(spark: Any, wareho
     before = current(warehouse)
     untouched = {e.file.file_name for e in table.live_entries() if e.file.row_count == 10}  # p='b'
     source(spark, [(1, "new1", "a"), (3, "gone", "a"), (42, "new42", "b"), (43, "skip", "b")])
-    summary = paimon_spark.merge_into(
+    summary = merge(
         spark,
-        warehouse=warehouse,
-        target_table="db.t",
+        warehouse,
         target_alias="T",
-        source_table="S",
         merge_condition="T.id = S.id",
         matched_upsert_condition="S.v <> 'gone'",
         matched_upsert_setting="v = S.v",
@@ -89,12 +93,9 @@ def test_upsert_delete_insert_rewrites_only_the_touched_files(spark: Any, wareho
 def test_not_matched_by_source_upsert_and_delete(spark: Any, warehouse: str) -> None:
     make_target(warehouse)
     source(spark, [(i, "seen", "a") for i in range(0, 10)])
-    summary = paimon_spark.merge_into(
+    summary = merge(
         spark,
-        warehouse=warehouse,
-        target_table="db.t",
-        source_table="S",
-        merge_condition="t.id = S.id",
+        warehouse,
         not_matched_by_source_upsert_condition="t.id < 15",
         not_matched_by_source_upsert_setting="v = concat(t.v, '-orphan')",
         not_matched_by_source_delete_condition="TRUE",
@@ -110,10 +111,9 @@ def test_insert_only_merge_from_a_dataframe_appends(spark: Any, warehouse: str) 
     make_target(warehouse)
     files = live_files(warehouse)
     frame = spark.createDataFrame([(5, "dup", "a"), (100, "x", "c")], "id long, v string, p string")
-    summary = paimon_spark.merge_into(
+    summary = merge(
         spark,
-        warehouse=warehouse,
-        target_table="db.t",
+        warehouse,
         source_table=frame,
         source_alias="src",
         merge_condition="t.id = src.id",
@@ -131,15 +131,11 @@ def test_merge_into_an_empty_table_and_a_merge_that_changes_nothing(spark: Any, 
     catalog.create_table("db.t", SCHEMA)
     source(spark, [(1, "a", "x")])
     arguments = dict(
-        warehouse=warehouse,
-        target_table="db.t",
-        source_table="S",
-        merge_condition="t.id = S.id",
         not_matched_insert_values="*",
     )
-    assert paimon_spark.merge_into(spark, **arguments).inserted == 1
+    assert merge(spark, warehouse, **arguments).inserted == 1
     assert current(warehouse) == {1: ("a", "x")}
-    again = paimon_spark.merge_into(spark, **arguments)  # the row matches now: nothing to insert
+    again = merge(spark, warehouse, **arguments)  # the row matches now: nothing to insert
     assert again.snapshot_id is None
     assert len(Catalog.open(warehouse).get_table("db.t").snapshots()) == 1
 
@@ -149,12 +145,9 @@ def test_several_source_rows_for_one_changed_row_is_an_error(spark: Any, warehou
     before, files = current(warehouse), on_disk(warehouse)
     source(spark, [(1, "x", "a"), (1, "y", "a")])
     with pytest.raises(paimon_spark.MergeCardinalityError, match="matched by 2 source rows"):
-        paimon_spark.merge_into(
+        merge(
             spark,
-            warehouse=warehouse,
-            target_table="db.t",
-            source_table="S",
-            merge_condition="t.id = S.id",
+            warehouse,
             matched_upsert_setting="*",
         )
     assert current(warehouse) == before
@@ -167,23 +160,19 @@ def test_a_row_matched_twice_is_kept_once_or_is_an_error_when_a_match_changes_it
     make_target(warehouse)
     before = current(warehouse)
     arguments = dict(
-        warehouse=warehouse,
-        target_table="db.t",
-        source_table="S",
-        merge_condition="t.id = S.id",
         matched_upsert_condition="S.v = 'change'",
         matched_upsert_setting="v = S.v",
     )
     # id 2 is matched twice and neither match changes it; id 4 (same file) changes: id 2 is written once
     source(spark, [(2, "same", "a"), (2, "same again", "a"), (4, "change", "a")])
-    summary = paimon_spark.merge_into(spark, **arguments)
+    summary = merge(spark, warehouse, **arguments)
     assert summary.updated == 1
     assert current(warehouse) == {**before, 4: ("change", "a")}
     assert Catalog.open(warehouse).get_table("db.t").to_arrow().num_rows == 20
     # one of id 3's two matches changes it: ambiguous
     source(spark, [(3, "change", "a"), (3, "keep", "a")])
     with pytest.raises(paimon_spark.MergeCardinalityError, match="matched by 2 source rows"):
-        paimon_spark.merge_into(spark, **arguments)
+        merge(spark, warehouse, **arguments)
 
 
 @pytest.mark.parametrize(
@@ -204,12 +193,9 @@ def test_bad_arguments_are_config_errors(
     make_target(warehouse)
     source(spark, [(1, "x", "a")])
     with pytest.raises(ConfigError, match=message):
-        paimon_spark.merge_into(
+        merge(
             spark,
-            warehouse=warehouse,
-            target_table="db.t",
-            source_table="S",
-            merge_condition="t.id = S.id",
+            warehouse,
             **arguments,
         )
     assert len(Catalog.open(warehouse).get_table("db.t").snapshots()) == 3
@@ -241,12 +227,9 @@ def test_a_concurrent_overwrite_of_a_rewritten_file_fails_the_merge_and_it_leave
     monkeypatch.setattr(merge_module, "_deleted_messages", overwrite_first)
     source(spark, [(1, "new1", "a")])
     with pytest.raises(CommitConflictError):
-        paimon_spark.merge_into(
+        merge(
             spark,
-            warehouse=warehouse,
-            target_table="db.t",
-            source_table="S",
-            merge_condition="t.id = S.id",
+            warehouse,
             matched_upsert_setting="v = S.v",
         )
     got = current(warehouse)
