@@ -116,6 +116,36 @@ def test_tags_create_list_delete(catalog: Catalog) -> None:
     assert delete_tag(table, "v0,missing") == ["v0"]
 
 
+def test_deleting_the_last_tag_of_an_expired_snapshot_deletes_what_only_it_kept(catalog: Catalog) -> None:
+    table = _table(catalog, appends=3)  # snapshots 1..3 add the files of ids 0, 1, 2
+    before = _files(table)
+    create_tag(table, "live", 3)
+    assert delete_tag(table, "live") == ["live"]
+    assert _files(table) == before  # its snapshot exists: the tag file is all that goes
+    create_tag(table, "one", 1)
+    create_tag(table, "two", 2)
+    create_tag(table, "two-again", 2)
+    table.overwrite(pa.table({"id": [9]}, schema=SCHEMA))  # snapshot 4 deletes the three files
+    assert expire_snapshots(table, retain_max=1, retain_min=1, older_than=FAR_FUTURE) == 3
+
+    def data() -> set[str]:
+        return {p for p in _files(table) if "/bucket-0/" in p}
+
+    kept = data()  # ids 0 and 1 (kept by the tags) and 9
+    assert len(kept) == 3
+    delete_tag(table, "two")
+    assert data() == kept  # "two-again" still keeps snapshot 2
+    delete_tag(table, "two-again")
+    assert len(kept - data()) == 1  # the file of id 1; id 0's file is tag "one"'s too
+    tagged = table.copy({"scan.tag-name": "one"})
+    assert table.new_read().to_arrow(plan_batch(tagged)).column("id").to_pylist() == [0]
+    delete_tag(table, "one")
+    assert len(data()) == 1 and _ids(table) == [9]
+    # nothing is left that no snapshot or tag uses: orphan removal has nothing to do, even for old files
+    _age(_files(table))
+    assert remove_orphan_files(table, dry_run=True).deleted == ()
+
+
 def test_rollback_to_snapshot_and_tag(catalog: Catalog) -> None:
     table = _table(catalog, appends=4)
     create_tag(table, "two", 2)

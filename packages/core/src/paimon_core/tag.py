@@ -159,7 +159,8 @@ class TagManager:
     def delete(self, names: str | Sequence[str]) -> list[str]:
         """Remove tag files (``names``: one name, a comma-separated list, or a list); returns those removed.
 
-        Files of an expired snapshot that only the deleted tag kept stay behind for ``remove_orphan_files``.
+        Only the tag files: ``paimon_core.maintenance.delete_tag`` also deletes the data files and manifests
+        that only a deleted tag kept.
         """
         wanted = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
         removed = []

@@ -185,6 +185,49 @@ def _expire_until(table: Table, begin: int, end: int) -> int:
     return len(expired)
 
 
+def clean_after_last_tag(table: Table, snapshot: Snapshot, other_tags: list[Snapshot]) -> None:
+    """Delete what only an expired ``snapshot`` used, now that its last tag is gone (Java's ``deleteTag``).
+
+    Data files go unless the nearest other tag before it, or the nearer of the next tag and the earliest
+    snapshot, uses them (a file's life is an interval of snapshots: those two neighbours are the only ones
+    to ask); then the snapshot's manifests and lists that neither neighbour uses. Whatever cannot be read
+    keeps the files it might protect.
+    """
+    earliest = table.snapshot_manager.earliest()
+    if earliest is None:
+        logger.warning(
+            "%s lists no snapshot; keeping the files of deleted tag's snapshot %s", table, snapshot.id
+        )
+        return
+    before = [t for t in other_tags if t.id < snapshot.id]
+    after = [t for t in other_tags if t.id > snapshot.id]
+    right = after[0] if after and after[0].id < earliest.id else earliest
+    neighbours = [*before[-1:], right]
+    try:
+        entries = live_entries(table, snapshot)
+    except CorruptMetadataError as exc:
+        logger.warning("cannot read the files of snapshot %s; keeping them: %s", snapshot.id, exc)
+        entries = None
+    used = [_tag_files(table, n) for n in neighbours]
+    if entries is not None and all(u is not None for u in used):
+        kept = frozenset().union(*(u for u in used if u is not None))
+        doomed = {
+            path
+            for entry in entries
+            if (entry.partition, entry.bucket, entry.file.file_name) not in kept
+            for path in entry_paths(table, entry)
+        }
+        _delete_all(table, doomed, "data file")
+        if table.options.get_option(opts.SNAPSHOT_CLEAN_EMPTY_DIRECTORIES):
+            _remove_empty_dirs(table, doomed)
+    keep = _metadata_in_use(table, neighbours)
+    if keep is not None:
+        manifests, lists, statistics = _unused_metadata(table, [snapshot], keep)
+        _delete_all(table, {table.manifest_path(m) for m in manifests}, "manifest")
+        _delete_all(table, {table.manifest_path(m) for m in lists}, "manifest list")
+        _delete_all(table, {join_path(table.path, "statistics", s) for s in statistics}, "statistics file")
+
+
 def _data_files_to_delete(table: Table, snapshots: list[Snapshot], tags: list[Snapshot]) -> set[str]:
     """Paths of the files that the deltas of ``snapshots`` delete (and do not re-add), minus those the
     nearest earlier tag still uses; a snapshot whose delta or tag cannot be read deletes nothing."""

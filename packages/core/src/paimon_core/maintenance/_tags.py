@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from paimon_core.errors import ConfigError, SnapshotNotFoundError, TagNotFoundError
+from paimon_core.maintenance._expire import clean_after_last_tag
 from paimon_core.options import parse_duration_ms
 from paimon_core.tag import Tag, TagManager
 
@@ -50,9 +51,26 @@ def create_tag(
 def delete_tag(table: Table, tag: str | Sequence[str]) -> list[str]:
     """Delete tags (a name, ``'a,b'`` or a list); returns the names deleted. Missing tags are skipped, as in Java.
 
-    Files that only a deleted tag kept stay until :func:`remove_orphan_files` takes them.
+    When a deleted tag was the last to keep a snapshot that has expired, the files only that snapshot used
+    are deleted too (spec §7.2): data files that neither neighbouring tag nor the earliest snapshot uses,
+    then its manifests.
     """
-    return _tags(table).delete(tag)
+    tags = _tags(table)
+    names = [n.strip() for n in tag.split(",")] if isinstance(tag, str) else list(tag)
+    removed = []
+    for name in names:
+        # read every tag before deleting: the neighbours decide what the deleted tag's files still serve
+        existing = tags.tags()
+        deleted = next((t for t in existing if t.name == name), None)
+        if deleted is None or not tags.delete([name]):
+            continue
+        removed.append(name)
+        snapshot = deleted.snapshot
+        others = [t.snapshot for t in existing if t.name != name]
+        if any(s.id == snapshot.id for s in others) or table.snapshot_manager.snapshot_exists(snapshot.id):
+            continue
+        clean_after_last_tag(table, snapshot, sorted({s.id: s for s in others}.values(), key=lambda s: s.id))
+    return removed
 
 
 def rollback_to(table: Table, snapshot_id: int | None = None, tag: str | None = None) -> None:
