@@ -16,6 +16,7 @@ action changes is an error, as in SQL's MERGE.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import pickle
 from collections.abc import Iterator, Mapping, Sequence
@@ -240,45 +241,35 @@ def _parse_actions(
     insert_values: str | None,
 ) -> _Actions:
     def upsert(condition: str | None, setting: str | None, name: str) -> tuple[str, dict[str, str]] | None:
-        if not _given(setting):
-            if _given(condition):
+        text = _text(setting)
+        if text is None:
+            if _text(condition) is not None:
                 raise ConfigError(f"{name}_condition needs {name}_setting", f"{name}_setting")
             return None
-        assert setting is not None
-        return (condition if condition and condition.strip() else "TRUE"), _parse_setting(setting, name)
+        return _text(condition) or "TRUE", _parse_setting(text, name)
 
-    if _given(insert_condition) and not _given(insert_values):
+    values = _text(insert_values)
+    if values is None and _text(insert_condition) is not None:
         raise ConfigError(
             "not_matched_insert_condition needs not_matched_insert_values", "not_matched_insert_values"
         )
-    insert = None
-    if _given(insert_values):
-        assert insert_values is not None
-        values = ["*"] if insert_values.strip() == "*" else split_top_level(insert_values)
-        insert = (insert_condition if insert_condition and insert_condition.strip() else "TRUE", values)
     actions = _Actions(
         matched_upsert=upsert(matched_upsert_condition, matched_upsert_setting, "matched_upsert"),
-        matched_delete=matched_delete_condition if _given(matched_delete_condition) else None,
+        matched_delete=_text(matched_delete_condition),
         unmatched_upsert=upsert(
             unmatched_upsert_condition, unmatched_upsert_setting, "not_matched_by_source_upsert"
         ),
-        unmatched_delete=unmatched_delete_condition if _given(unmatched_delete_condition) else None,
-        insert=insert,
+        unmatched_delete=_text(unmatched_delete_condition),
+        insert=None
+        if values is None
+        else (_text(insert_condition) or "TRUE", ["*"] if values == "*" else split_top_level(values)),
     )
     if actions.unmatched_upsert is not None and "*" in actions.unmatched_upsert[1]:
         raise ConfigError(
             "not_matched_by_source_upsert_setting cannot be '*': such rows have no source row",
             "not_matched_by_source_upsert_setting",
         )
-    if not any(
-        (
-            actions.matched_upsert,
-            actions.matched_delete,
-            actions.unmatched_upsert,
-            actions.unmatched_delete,
-            actions.insert,
-        )
-    ):
+    if all(action is None for action in dataclasses.astuple(actions)):
         raise ConfigError(
             "merge_into needs at least one action: matched_upsert_setting, matched_delete_condition, "
             "not_matched_by_source_upsert_setting, not_matched_by_source_delete_condition or "
@@ -287,8 +278,9 @@ def _parse_actions(
     return actions
 
 
-def _given(value: str | None) -> bool:
-    return value is not None and value.strip() != ""
+def _text(value: str | None) -> str | None:
+    """The argument stripped, or None when it is missing or blank."""
+    return value.strip() if value is not None and value.strip() else None
 
 
 def _parse_setting(setting: str, name: str) -> dict[str, str]:
