@@ -86,6 +86,11 @@ def check_tag_name(name: str) -> str:
     return name
 
 
+def split_tag_names(names: str | Sequence[str]) -> list[str]:
+    """Tag names from one name, a comma-separated list (Paimon's procedures take ``'a,b'``) or a list."""
+    return [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+
+
 class TagManager:
     """Reads and writes the tag files of one table (or branch) directory."""
 
@@ -162,7 +167,7 @@ class TagManager:
         Only the tag files: ``paimon_core.maintenance.delete_tag`` also deletes the data files and manifests
         that only a deleted tag kept.
         """
-        wanted = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+        wanted = split_tag_names(names)
         removed = []
         for name in wanted:
             path = self.tag_path(name)

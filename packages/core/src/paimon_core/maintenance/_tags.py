@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from paimon_core.errors import ConfigError, SnapshotNotFoundError, TagNotFoundError
 from paimon_core.maintenance._expire import clean_after_last_tag
 from paimon_core.options import parse_duration_ms
-from paimon_core.tag import Tag, TagManager
+from paimon_core.tag import Tag, TagManager, split_tag_names
 
 if TYPE_CHECKING:
     from paimon_core.table import Table
@@ -56,20 +56,18 @@ def delete_tag(table: Table, tag: str | Sequence[str]) -> list[str]:
     then its manifests.
     """
     tags = _tags(table)
-    names = [n.strip() for n in tag.split(",")] if isinstance(tag, str) else list(tag)
+    # every tag is read before any is deleted: the remaining ones decide what a deleted tag's files still serve
+    remaining = {t.name: t.snapshot for t in tags.tags()}
     removed = []
-    for name in names:
-        # read every tag before deleting: the neighbours decide what the deleted tag's files still serve
-        existing = tags.tags()
-        deleted = next((t for t in existing if t.name == name), None)
-        if deleted is None or not tags.delete([name]):
+    for name in split_tag_names(tag):
+        snapshot = remaining.pop(name, None)
+        if snapshot is None or not tags.delete([name]):
             continue
         removed.append(name)
-        snapshot = deleted.snapshot
-        others = [t.snapshot for t in existing if t.name != name]
-        if any(s.id == snapshot.id for s in others) or table.snapshot_manager.snapshot_exists(snapshot.id):
+        others = {s.id: s for s in remaining.values()}
+        if snapshot.id in others or table.snapshot_manager.snapshot_exists(snapshot.id):
             continue
-        clean_after_last_tag(table, snapshot, sorted({s.id: s for s in others}.values(), key=lambda s: s.id))
+        clean_after_last_tag(table, snapshot, [others[i] for i in sorted(others)])
     return removed
 
 
