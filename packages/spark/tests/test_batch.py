@@ -135,6 +135,19 @@ def test_append_overwrite_static_and_dynamic(spark: Any, warehouse: str) -> None
     assert rows(reader(spark, warehouse).load("db.t")) == [{"id": 300, "p": 2}]
     kinds = [s.commit_kind.value for s in Catalog.open(warehouse).get_table("db.t").snapshots()]
     assert kinds == ["APPEND", "APPEND", "OVERWRITE", "OVERWRITE"]
+    # Spark's session setting is the default of a DataFrame overwrite; an option still wins
+    writer(spark.range(400, 401).selectExpr("id", "1 as p"), warehouse).save("db.t")
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    try:
+        paimon_spark.register(spark)
+        writer(spark.range(500, 501).selectExpr("id", "1 as p"), warehouse, "overwrite").save("db.t")
+        assert rows(reader(spark, warehouse).load("db.t")) == [{"id": 300, "p": 2}, {"id": 500, "p": 1}]
+        static = writer(spark.range(600, 601).selectExpr("id", "1 as p"), warehouse, "overwrite")
+        static.option("partitionOverwriteMode", "static").save("db.t")
+        assert rows(reader(spark, warehouse).load("db.t")) == [{"id": 600, "p": 1}]
+    finally:
+        spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
+        paimon_spark.register(spark)
 
 
 def test_schema_mismatch_is_a_clear_error(spark: Any, warehouse: str) -> None:

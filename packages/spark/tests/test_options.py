@@ -49,6 +49,15 @@ def test_parse_splits_paimon_storage_and_own_options() -> None:
     assert config.partition_keys == ("dt", "hr")
 
 
+def test_overwrite_mode_defaults_to_the_session_setting() -> None:
+    dynamic = {"spark.sql.sources.partitionOverwriteMode": "DYNAMIC"}
+    table = {"path": "db.t", "warehouse": "/wh"}
+    assert SourceConfig.parse(table).dynamic_overwrite is False
+    assert SourceConfig.parse(table, dynamic).dynamic_overwrite is True
+    assert SourceConfig.parse({**table, "partitionOverwriteMode": "static"}, dynamic).dynamic_overwrite is False
+    assert SourceConfig.parse(table, dynamic).storage_options == {}  # not taken for a storage option
+
+
 def test_table_path_names_database_and_table_for_conf() -> None:
     config = SourceConfig.parse({"path": "/wh/db.db/t"}, {"paimon.paimon.db.t.scan.snapshot-id": "7"})
     assert config.is_path and config.table_options == {"scan.snapshot-id": "7"}

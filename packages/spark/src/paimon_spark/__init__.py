@@ -22,7 +22,7 @@ from pyspark.sql import SparkSession
 
 from paimon_spark._compact import SparkRunner, compact, compact_database
 from paimon_spark._merge import MergeCardinalityError, MergeSummary, merge_into
-from paimon_spark._options import SourceConfig, conf_dynamic_options
+from paimon_spark._options import SPARK_OVERWRITE_MODE_CONF, SourceConfig, conf_dynamic_options
 from paimon_spark._procedures import register_procedures
 from paimon_spark._source import SOURCE_NAME, PaimonDataSource, commit_user_for_query
 from paimon_spark._types import from_spark_schema, from_spark_type, to_spark_schema, to_spark_type
@@ -62,8 +62,9 @@ _NO_BYTE_CHECK = str(2**31 - 1)
 def register(spark: SparkSession) -> type[PaimonDataSource]:
     """Register the ``paimon`` data source and the compaction procedures (UDTFs) with ``spark``.
 
-    The session's ``paimon.*`` / ``spark.paimon.*`` conf (dynamic options) and its
-    ``spark.sql.python.filterPushdown.enabled`` flag are captured now, because the data source runs in
+    The session's ``paimon.*`` / ``spark.paimon.*`` conf (dynamic options), its
+    ``spark.sql.sources.partitionOverwriteMode`` and its ``spark.sql.python.filterPushdown.enabled`` flag
+    are captured now, because the data source runs in
     Python workers that cannot read the session: call ``register`` again after changing them.
 
     Unless the session sets ``spark.sql.execution.arrow.maxBytesPerBatch`` itself, ``register`` sets it
@@ -74,7 +75,11 @@ def register(spark: SparkSession) -> type[PaimonDataSource]:
     conf: dict[str, str] = {str(k): str(v) for k, v in spark.conf.getAll.items()}
     if _ARROW_BATCH_BYTES_CONF not in conf:
         spark.conf.set(_ARROW_BATCH_BYTES_CONF, _NO_BYTE_CHECK)
-    captured = {k: v for k, v in conf.items() if k.startswith(("paimon.", "spark.paimon."))}
+    captured = {
+        k: v
+        for k, v in conf.items()
+        if k.startswith(("paimon.", "spark.paimon.")) or k == SPARK_OVERWRITE_MODE_CONF
+    }
     pushdown = conf.get(_PUSHDOWN_CONF, "false").strip().lower() == "true"
     # A class built here is pickled by value (it is not importable), so the captured values travel along.
     source = type(

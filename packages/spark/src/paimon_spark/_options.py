@@ -6,8 +6,10 @@ Options of ``spark.read.format("paimon")`` (keys are case-insensitive, as Spark 
   directory (``/wh/db.db/t``, ``s3://bucket/wh/db.db/t``);
 * ``warehouse``: the warehouse URI; ``catalog``: the catalog name used to match session conf (``paimon``);
 * ``partition-keys``: comma-separated, used when a write creates the table;
-* ``partitionoverwritemode``: ``static`` (default, the whole table) or ``dynamic`` (only partitions present
-  in the data) for ``mode("overwrite")``;
+* ``partitionoverwritemode``: ``static`` (the whole table) or ``dynamic`` (only partitions present in the
+  data) for ``mode("overwrite")``; by default the session's ``spark.sql.sources.partitionOverwriteMode``
+  (captured by ``register``), else ``static``. (Under ``dynamic`` Spark itself refuses SQL ``INSERT
+  OVERWRITE`` into a Python data source: give SQL views this option instead);
 * ``read.stream.maxfilespertrigger`` / ``read.stream.maxrowspertrigger``: per micro-batch limits;
 * every Paimon option (``scan.snapshot-id``, ``consumer-id``, ``bucket``...) is a dynamic option of the
   table; any other key is a storage option (``s3.endpoint``...).
@@ -34,6 +36,7 @@ DEFAULT_CATALOG = "paimon"
 _CONF_PREFIXES = ("spark.paimon.", "paimon.")
 MAX_FILES_PER_TRIGGER = "read.stream.maxfilespertrigger"
 MAX_ROWS_PER_TRIGGER = "read.stream.maxrowspertrigger"
+SPARK_OVERWRITE_MODE_CONF = "spark.sql.sources.partitionOverwriteMode"
 _OWN_KEYS = frozenset(
     {
         "path",
@@ -126,7 +129,8 @@ class SourceConfig:
                 table_options[key] = value
             else:
                 storage_options[key] = value
-        mode = lowered.get("partitionoverwritemode", "static").lower()
+        session_mode = (session_conf or {}).get(SPARK_OVERWRITE_MODE_CONF, "static")
+        mode = lowered.get("partitionoverwritemode", session_mode).strip().lower()
         if mode not in ("static", "dynamic"):
             raise ConfigError(f"partitionOverwriteMode must be static or dynamic, got {mode!r}", "mode")
         keys = tuple(k.strip() for k in lowered.get("partition-keys", "").split(",") if k.strip())
