@@ -54,7 +54,9 @@ def test_overwrite_mode_defaults_to_the_session_setting() -> None:
     table = {"path": "db.t", "warehouse": "/wh"}
     assert SourceConfig.parse(table).dynamic_overwrite is False
     assert SourceConfig.parse(table, dynamic).dynamic_overwrite is True
-    assert SourceConfig.parse({**table, "partitionOverwriteMode": "static"}, dynamic).dynamic_overwrite is False
+    assert (
+        SourceConfig.parse({**table, "partitionOverwriteMode": "static"}, dynamic).dynamic_overwrite is False
+    )
     assert SourceConfig.parse(table, dynamic).storage_options == {}  # not taken for a storage option
 
 
