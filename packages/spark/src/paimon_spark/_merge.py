@@ -35,7 +35,7 @@ from paimon_core.errors import ConfigError, PaimonError
 from paimon_core.table import CommitMessage, DataSplit, Table
 from paimon_spark._compact import parse_options
 from paimon_spark._options import SourceConfig
-from paimon_spark._source import _write_task
+from paimon_spark._source import _abort, _write_task
 from paimon_spark._types import to_spark_schema
 
 __all__ = ["MergeCardinalityError", "MergeSummary", "merge_into"]
@@ -213,7 +213,7 @@ def _merge(
     try:
         created = table.new_commit().commit([*written, *deleted])
     except BaseException:
-        table.new_commit().abort(written)
+        _abort(config, written)  # keeps the files if an unknown outcome turns out to be a commit
         raise
     summary = MergeSummary(
         table.identifier,
