@@ -64,8 +64,8 @@ def register(spark: SparkSession) -> type[PaimonDataSource]:
 
     The session's ``paimon.*`` / ``spark.paimon.*`` conf (dynamic options), its
     ``spark.sql.sources.partitionOverwriteMode`` and its ``spark.sql.python.filterPushdown.enabled`` flag
-    are captured now, because the data source runs in
-    Python workers that cannot read the session: call ``register`` again after changing them.
+    are captured now, because the data source runs in Python workers that cannot read the session: call
+    ``register`` again after changing them.
 
     Unless the session sets ``spark.sql.execution.arrow.maxBytesPerBatch`` itself, ``register`` sets it
     to 2147483647: Spark then stops measuring every Arrow batch row by row, which makes writes through

@@ -20,7 +20,7 @@ import dataclasses
 import logging
 import pickle
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -62,7 +62,7 @@ class MergeSummary:
     updated: int = 0
     deleted: int = 0
     inserted: int = 0
-    rewritten_files: tuple[str, ...] = field(default_factory=tuple)
+    rewritten_files: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         if self.snapshot_id is None:
@@ -346,12 +346,13 @@ def _output_columns(table: Table, actions: _Actions, t_alias: str, s_alias: str)
     """The table's columns of each kept, updated or inserted row, cast to the table's types."""
     names = table.field_names
     lowered = {n.lower(): n for n in names}
+    from_source = {n: f"`{s_alias}`.`{n}`" for n in names}  # what ``*`` stands for
 
     def assigned(setting: dict[str, str] | None, name: str) -> dict[str, str]:
         if setting is None:
             return {}
         if "*" in setting:
-            return {n: f"`{s_alias}`.`{n}`" for n in names}
+            return from_source
         unknown = [c for c in setting if c.lower() not in lowered]
         if unknown:
             raise ConfigError(f"{name}_setting: {unknown} are not columns of {table.identifier} {names}")
@@ -365,7 +366,7 @@ def _output_columns(table: Table, actions: _Actions, t_alias: str, s_alias: str)
     if actions.insert:
         values = actions.insert[1]
         if values == ["*"]:
-            inserts = {n: f"`{s_alias}`.`{n}`" for n in names}
+            inserts = from_source
         elif len(values) != len(names):
             raise ConfigError(
                 f"not_matched_insert_values has {len(values)} values, {table.identifier} has "
@@ -387,7 +388,7 @@ def _output_columns(table: Table, actions: _Actions, t_alias: str, s_alias: str)
         column = (
             F.when(action == _UPDATE, value(updates))
             .when(action == _UPDATE_UNMATCHED, value(unmatched))
-            .when(action == _INSERT, value(inserts, current=F.lit(None)))
+            .when(action == _INSERT, value(inserts))
             .otherwise(current)
         )
         columns.append(column.cast(spark_field.dataType).alias(name))

@@ -164,18 +164,11 @@ def _expire_until(table: Table, begin: int, end: int) -> int:
     for snapshot in expired:
         if snapshot.changelog_manifest_list:
             doomed.update(_changelog_files(table, snapshot))
-    _delete_all(table, doomed, "data file")
-    if table.options.get_option(opts.SNAPSHOT_CLEAN_EMPTY_DIRECTORIES):
-        _remove_empty_dirs(table, doomed)
+    _delete_data_files(table, doomed)
 
     # 2. metadata that neither `end` nor a tag of the range uses: manifests first, their lists last, so
     # an interrupted run finds the remaining manifests through the lists again
-    keep = _metadata_in_use(table, [*_tags_sharing_metadata(tags, begin, end), kept])
-    if keep is not None:
-        manifests, lists, statistics = _unused_metadata(table, expired, keep)
-        _delete_all(table, {table.manifest_path(m) for m in manifests}, "manifest")
-        _delete_all(table, {table.manifest_path(m) for m in lists}, "manifest list")
-        _delete_all(table, {join_path(table.path, "statistics", s) for s in statistics}, "statistics file")
+    _delete_unused_metadata(table, expired, [*_tags_sharing_metadata(tags, begin, end), kept])
 
     # 3. the snapshot files, oldest first, so the ids left stay contiguous
     for snapshot in expired:
@@ -217,15 +210,26 @@ def clean_after_last_tag(table: Table, snapshot: Snapshot, other_tags: list[Snap
             if (entry.partition, entry.bucket, entry.file.file_name) not in kept
             for path in entry_paths(table, entry)
         }
-        _delete_all(table, doomed, "data file")
-        if table.options.get_option(opts.SNAPSHOT_CLEAN_EMPTY_DIRECTORIES):
-            _remove_empty_dirs(table, doomed)
-    keep = _metadata_in_use(table, neighbours)
-    if keep is not None:
-        manifests, lists, statistics = _unused_metadata(table, [snapshot], keep)
-        _delete_all(table, {table.manifest_path(m) for m in manifests}, "manifest")
-        _delete_all(table, {table.manifest_path(m) for m in lists}, "manifest list")
-        _delete_all(table, {join_path(table.path, "statistics", s) for s in statistics}, "statistics file")
+        _delete_data_files(table, doomed)
+    _delete_unused_metadata(table, [snapshot], neighbours)
+
+
+def _delete_data_files(table: Table, paths: set[str]) -> None:
+    _delete_all(table, paths, "data file")
+    if table.options.get_option(opts.SNAPSHOT_CLEAN_EMPTY_DIRECTORIES):
+        _remove_empty_dirs(table, paths)
+
+
+def _delete_unused_metadata(table: Table, gone: list[Snapshot], kept: list[Snapshot]) -> None:
+    """The manifests, then manifest lists and statistics files, of ``gone`` that no snapshot of ``kept``
+    uses; nothing when a list of ``kept`` cannot be read."""
+    keep = _metadata_in_use(table, kept)
+    if keep is None:
+        return
+    manifests, lists, statistics = _unused_metadata(table, gone, keep)
+    _delete_all(table, {table.manifest_path(m) for m in manifests}, "manifest")
+    _delete_all(table, {table.manifest_path(m) for m in lists}, "manifest list")
+    _delete_all(table, {join_path(table.path, "statistics", s) for s in statistics}, "statistics file")
 
 
 def _data_files_to_delete(table: Table, snapshots: list[Snapshot], tags: list[Snapshot]) -> set[str]:
