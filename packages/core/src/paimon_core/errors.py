@@ -90,6 +90,43 @@ class SnapshotNotFoundError(PaimonError, LookupError):
         self.snapshot_id = snapshot_id
 
 
+class SnapshotExpiredError(SnapshotNotFoundError):
+    """A snapshot, or a file only it used, was removed by snapshot expiration (or a rollback) under a reader
+    or writer. Writers retry on a fresh base; readers re-plan from the latest snapshot.
+
+    Attributes:
+        snapshot_id: the snapshot that is gone.
+        earliest_id: the earliest snapshot when the error was raised, if any.
+        retention: how the table keeps snapshots (``snapshot.num-retained.min/max``, ``snapshot.time-retained``).
+    """
+
+    def __init__(
+        self, snapshot_id: int | None, earliest_id: int | None = None, retention: str = "", detail: str = ""
+    ) -> None:
+        message = f"snapshot {snapshot_id} has expired"
+        if earliest_id is not None:
+            message += f" (the earliest snapshot is now {earliest_id})"
+        if retention:
+            message += f"; the table retains {retention}"
+        if detail:
+            message += f": {detail}"
+        super().__init__(snapshot_id, message)
+        self.earliest_id = earliest_id
+        self.retention = retention
+
+
+class DataFileError(PaimonError, OSError):
+    """A data file cannot be read or written (missing, truncated, not Parquet, a path the store refuses).
+
+    Attributes:
+        path: the file's path.
+    """
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 class TagNotFoundError(PaimonError, LookupError):
     def __init__(self, name: str, message: str | None = None) -> None:
         super().__init__(message or f"tag {name!r} does not exist")
@@ -163,6 +200,38 @@ class CommitConflictError(CommitError):
         self.winning_snapshot_id = winning_snapshot_id
         self.winning_commit_user = winning_commit_user
         self.conflicting_files = tuple(conflicting_files)
+
+
+class CommitIdentifierError(CommitError, ValueError):
+    """A commit user committed an identifier that is not newer than what it committed already, with other
+    data than the commit of that identifier (exactly-once replays of the same commit are recognised instead).
+
+    Attributes:
+        commit_user: the commit user.
+        identifier: the identifier given.
+        last_identifier: the newest identifier this user committed.
+    """
+
+    def __init__(self, message: str, commit_user: str, identifier: int, last_identifier: int | None) -> None:
+        super().__init__(message)
+        self.commit_user = commit_user
+        self.identifier = identifier
+        self.last_identifier = last_identifier
+
+
+class CommitFilesError(CommitError):
+    """The files of a commit cannot be committed: already live in the table (the same messages committed
+    twice) or gone from storage (deleted by an abort or by orphan removal). Nothing was committed.
+
+    Attributes:
+        files: the names of the offending files.
+    """
+
+    def __init__(self, message: str, files: Sequence[str] = ()) -> None:
+        shown = ", ".join(list(files)[:10])
+        more = len(files) - 10
+        super().__init__(message + (f": {shown}" + (f" (+{more} more)" if more > 0 else "") if files else ""))
+        self.files = tuple(files)
 
 
 class CommitRetriesExhaustedError(CommitError):
