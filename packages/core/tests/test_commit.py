@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from paimon_core import Catalog, CommitConflictError, CommitStateUnknownError
-from paimon_core.errors import CommitRetriesExhaustedError
+from paimon_core.errors import CommitIdentifierError, CommitRetriesExhaustedError
 from paimon_core.snapshot import CommitKind
 from paimon_core.table import CommitMessage
 
@@ -119,8 +119,16 @@ def test_compaction_commit_is_checked_and_kind_compact(catalog: Catalog) -> None
     assert table.new_commit("compactor").commit([message]) == [3]
     assert table.latest_snapshot().commit_kind == CommitKind.COMPACT  # type: ignore[union-attr]
     assert sorted(r["writer"] for r in table.to_arrow().to_pylist()) == [1, 2]
-    with pytest.raises(CommitConflictError):  # the same inputs are no longer live
-        table.new_commit("compactor-2").commit([message])
+    # Committed twice: its output is live already, so it is recognised and nothing happens.
+    assert table.new_commit("compactor-2").commit([message]) == []
+    writer = table.new_write()
+    writer.write(table.to_arrow())
+    (again,) = writer.prepare_commit()
+    other = CommitMessage(
+        entries[0].partition, 0, -1, compact_before=message.compact_before, compact_after=again.new_files
+    )
+    with pytest.raises(CommitConflictError):  # another rewrite of the same inputs: they are no longer live
+        table.new_commit("compactor-3").commit([other])
 
 
 def test_retries_are_bounded(catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -164,19 +172,24 @@ def test_unknown_outcome_that_did_not_land_is_reported(catalog: Catalog) -> None
 
 def test_streaming_style_identifiers_are_exactly_once(catalog: Catalog) -> None:
     table = catalog.create_table("db.t", SCHEMA)
+    committed = {}
     for identifier in (1, 2, 3):
         writer = table.new_write()
         writer.write(pa.table({"writer": [0], "seq": [identifier]}, schema=SCHEMA))
-        messages = writer.prepare_commit()
-        assert table.new_commit("stream").commit(messages, identifier)
-    # a restarted job replays identifier 2 and 3: both are recognised, nothing is committed twice
+        committed[identifier] = writer.prepare_commit()
+        assert table.new_commit("stream").commit(committed[identifier], identifier)
+    # a restarted job replays identifier 2 and 3 with the same messages: recognised, nothing committed twice
     restarted = table.new_commit("stream")
     for identifier in (2, 3):
-        writer = table.new_write()
-        writer.write(pa.table({"writer": [0], "seq": [identifier]}, schema=SCHEMA))
-        messages = writer.prepare_commit()
-        assert restarted.commit(messages, identifier) == []
-        restarted.abort(messages)
+        assert restarted.commit(committed[identifier], identifier) == []
+    # a job that rewrote the data of a replayed identifier asks is_committed first (as the Spark sink does)
+    writer = table.new_write()
+    writer.write(pa.table({"writer": [0], "seq": [3]}, schema=SCHEMA))
+    rewritten = writer.prepare_commit()
+    assert restarted.is_committed(3)
+    with pytest.raises(CommitIdentifierError, match="identifier 3 is not newer"):  # never silently dropped
+        restarted.commit(rewritten, 3)
+    restarted.abort(rewritten)
     assert sorted(table.to_arrow().column("seq").to_pylist()) == [1, 2, 3]
 
 
@@ -220,11 +233,11 @@ def test_overwrite_with_unknown_outcome_finds_itself_before_rereading(catalog: C
 def test_failure_to_read_after_unknown_outcome_is_reported_as_unknown(catalog: Catalog) -> None:
     table = catalog.create_table("db.t", SCHEMA)
     manager = table.snapshot_manager
-    real_publish, real_snapshot = manager.try_publish, manager.snapshot
+    real_publish, real_snapshot = manager.try_publish, manager.try_snapshot
 
     def publish_then_time_out(snapshot: Any) -> bool:
         real_publish(snapshot)
-        manager.snapshot = broken_read  # type: ignore[method-assign]
+        manager.try_snapshot = broken_read  # type: ignore[method-assign]
         raise TimeoutError("no answer")
 
     def broken_read(snapshot_id: int) -> Any:
@@ -233,7 +246,7 @@ def test_failure_to_read_after_unknown_outcome_is_reported_as_unknown(catalog: C
     manager.try_publish = publish_then_time_out  # type: ignore[method-assign]
     with pytest.raises(CommitStateUnknownError):  # not a plain ConnectionError: it may have landed
         table.append(pa.table({"writer": [1], "seq": [1]}, schema=SCHEMA))
-    manager.snapshot = real_snapshot  # type: ignore[method-assign]
+    manager.try_snapshot = real_snapshot  # type: ignore[method-assign]
     assert len(table.snapshots()) == 1  # it had landed ...
     assert table.to_arrow().num_rows == 1  # ... and its files were not cleaned up
 
@@ -246,14 +259,14 @@ def test_a_failed_history_search_is_repeated_before_the_next_commit(catalog: Cat
     assert table.new_commit("job").commit(messages, 7) == [1]
     restarted = table.new_commit("job")  # a restart: it must find identifier 7 in the history
     manager = table.snapshot_manager
-    real_snapshot = manager.snapshot
+    real_snapshot = manager.try_snapshot
 
     def unreachable(snapshot_id: int) -> Any:
         raise ConnectionError("store unreachable")
 
-    manager.snapshot = unreachable  # type: ignore[method-assign]
-    with pytest.raises(ConnectionError):
+    manager.try_snapshot = unreachable  # type: ignore[method-assign]
+    with pytest.raises(CommitStateUnknownError, match="store unreachable"):  # it cannot tell
         restarted.commit(messages, 7)
-    manager.snapshot = real_snapshot  # type: ignore[method-assign]
+    manager.try_snapshot = real_snapshot  # type: ignore[method-assign]
     assert restarted.commit(messages, 7) == []  # searched again: already committed, not committed twice
     assert table.to_arrow().num_rows == 1

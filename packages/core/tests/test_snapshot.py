@@ -207,11 +207,20 @@ def test_empty_table_has_no_snapshots(storage: StorageBackend, table_path: str) 
         sm.snapshot(1)
 
 
-def test_publish_writes_the_file_and_the_latest_hint(storage: StorageBackend, table_path: str) -> None:
+def test_publish_writes_the_file_and_the_latest_hint_only_moves_forward(
+    storage: StorageBackend, table_path: str
+) -> None:
     sm = SnapshotManager(storage, table_path)
     first = make_snapshot(1)
     assert sm.try_publish(first)
+    # The committer advances LATEST once it knows the snapshot continues the history, never backwards.
+    assert not storage.exists(f"{table_path}/snapshot/LATEST")
+    sm.advance_latest_hint(1)
     assert storage.read_bytes(f"{table_path}/snapshot/LATEST") == b"1"
+    sm.write_latest_hint(5)
+    sm.advance_latest_hint(3)
+    assert storage.read_bytes(f"{table_path}/snapshot/LATEST") == b"5"
+    sm.write_latest_hint(1)
     assert Snapshot.from_json(storage.read_bytes(f"{table_path}/snapshot/snapshot-1")) == first
     assert sm.snapshot(1) == first
     assert sm.latest() == first
@@ -324,6 +333,7 @@ def test_hint_failures_do_not_fail_the_publish(storage: StorageBackend, table_pa
     failing = _FailingHints(storage)
     sm = SnapshotManager(failing, table_path)  # type: ignore[arg-type]
     assert sm.try_publish(make_snapshot(1))
+    sm.advance_latest_hint(1)
     assert failing.hint_attempts == 3
     assert sm.latest_id() == 1
     sm.write_earliest_hint(1)  # also swallowed

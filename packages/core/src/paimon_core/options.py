@@ -643,3 +643,12 @@ def check_immutable_changes(old: Options, new: Options) -> None:
             raise ConfigError(
                 f"option {option.key!r} cannot be changed after the table is created", option.key
             )
+
+
+def retention_summary(options: Options) -> str:
+    """How a table keeps snapshots, for errors about expired ones."""
+    return (
+        f"snapshot.num-retained.min={options.get_option(SNAPSHOT_NUM_RETAINED_MIN)}, "
+        f"snapshot.num-retained.max={options.get_option(SNAPSHOT_NUM_RETAINED_MAX)}, "
+        f"snapshot.time-retained={options.get_option(SNAPSHOT_TIME_RETAINED)} ms"
+    )

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from paimon_core.errors import CorruptMetadataError, SnapshotNotFoundError
+from paimon_core.errors import CorruptMetadataError, SnapshotExpiredError, SnapshotNotFoundError
 
 if TYPE_CHECKING:
     from paimon_core.storage import StorageBackend
@@ -344,12 +344,23 @@ class SnapshotManager:
         return ids[-1] if ids else None
 
     def earliest_id(self) -> int | None:
-        """The oldest snapshot id, or None. EARLIEST is trusted only while ``snapshot-E`` exists."""
+        """The oldest snapshot id, or None. EARLIEST is trusted while ``snapshot-E`` exists.
+
+        Otherwise the listing decides, ignoring files below the hint: those are expired snapshots not yet
+        deleted, or stale publishes that lost to expiration (see docs/commit-protocol.md).
+        """
         hint = self._read_hint(EARLIEST_HINT)
         if hint is not None and self.snapshot_exists(hint):
             return hint
         ids = self.list_ids()
+        kept = [i for i in ids if hint is None or i >= hint]
+        if kept:
+            return kept[0]
         return ids[0] if ids else None
+
+    def earliest_hint(self) -> int | None:
+        """The EARLIEST hint as written (not checked against the directory)."""
+        return self._read_hint(EARLIEST_HINT)
 
     # --- snapshots ---------------------------------------------------------------------------------------
 
@@ -357,25 +368,29 @@ class SnapshotManager:
         """Read one snapshot.
 
         Raises:
+            SnapshotExpiredError: the snapshot is older than the earliest one (expired).
             SnapshotNotFoundError: no such snapshot file.
             CorruptMetadataError: the file cannot be parsed.
         """
+        snapshot = self.try_snapshot(snapshot_id)
+        if snapshot is not None:
+            return snapshot
+        earliest = self.earliest_id()
+        if earliest is not None and snapshot_id < earliest:
+            raise SnapshotExpiredError(snapshot_id, earliest)
+        raise SnapshotNotFoundError(snapshot_id)
+
+    def try_snapshot(self, snapshot_id: int) -> Snapshot | None:
+        """Like :meth:`snapshot` but None when the file does not exist."""
         path = self.snapshot_path(snapshot_id)
         try:
             data = self.storage.read_bytes(path)
         except FileNotFoundError:
-            raise SnapshotNotFoundError(snapshot_id) from None
+            return None
         snapshot = Snapshot.from_json(data, path)
         if snapshot.id != snapshot_id:
             raise CorruptMetadataError(f"snapshot file {path} holds snapshot id {snapshot.id}", path)
         return snapshot
-
-    def try_snapshot(self, snapshot_id: int) -> Snapshot | None:
-        """Like :meth:`snapshot` but None when the file does not exist."""
-        try:
-            return self.snapshot(snapshot_id)
-        except SnapshotNotFoundError:
-            return None
 
     def latest(self) -> Snapshot | None:
         """The newest snapshot, or None for an empty table."""
@@ -442,22 +457,55 @@ class SnapshotManager:
     def try_publish(self, snapshot: Snapshot) -> bool:
         """Atomically create ``snapshot-<id>``; True if this call created it, False if the id was taken.
 
-        Any other exception leaves the outcome unknown and propagates for the committer to classify. After
-        success the LATEST hint is updated best-effort.
+        Any other exception leaves the outcome unknown and propagates for the committer to classify. The
+        LATEST hint is not touched: the committer advances it once it has verified that the new snapshot
+        follows the chain (:meth:`advance_latest_hint`).
         """
         data = snapshot.to_json().encode("utf-8")
         try:
             self.storage.write_if_absent(self.snapshot_path(snapshot.id), data)
         except FileExistsError:
             return False
-        self.write_latest_hint(snapshot.id)
         return True
 
     def write_latest_hint(self, snapshot_id: int) -> None:
+        """Set LATEST, also backwards (a rollback); committers use :meth:`advance_latest_hint`."""
         self._write_hint(LATEST_HINT, snapshot_id)
 
     def write_earliest_hint(self, snapshot_id: int) -> None:
+        """Set EARLIEST, also backwards (a rollback to an expired tag); expiration uses
+        :meth:`advance_earliest_hint`."""
         self._write_hint(EARLIEST_HINT, snapshot_id)
+
+    def advance_latest_hint(self, snapshot_id: int) -> None:
+        """Move LATEST forward to ``snapshot_id``, never backwards (best effort: two writers may race)."""
+        self._advance_hint(LATEST_HINT, snapshot_id)
+
+    def advance_earliest_hint(self, snapshot_id: int) -> None:
+        """Move EARLIEST forward to ``snapshot_id``, never backwards (best effort: two expirations may race)."""
+        self._advance_hint(EARLIEST_HINT, snapshot_id)
+
+    def _advance_hint(self, name: str, snapshot_id: int) -> None:
+        current = self._read_hint(name)
+        if current is None or current < snapshot_id:
+            self._write_hint(name, snapshot_id)
+
+    def expired_error(
+        self, snapshot_id: int, detail: str = "", retention: str = ""
+    ) -> SnapshotExpiredError | None:
+        """A :class:`SnapshotExpiredError` if ``snapshot_id`` is gone from the table, else None.
+
+        Used when a file of the snapshot turned out missing: if the snapshot itself is gone (expired or rolled
+        back meanwhile), the missing file is explained and the reader or writer should start over.
+        """
+        try:
+            if self.snapshot_exists(snapshot_id):
+                earliest = self.earliest_hint()
+                if earliest is None or snapshot_id >= earliest:
+                    return None  # still a live snapshot: the missing file is a real problem
+        except OSError:
+            return None
+        return SnapshotExpiredError(snapshot_id, self.earliest_id(), retention, detail)
 
     def _write_hint(self, name: str, snapshot_id: int) -> None:
         """Overwrite a hint file (decimal id, no newline); failures are logged, never raised."""

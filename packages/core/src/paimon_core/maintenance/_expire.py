@@ -105,7 +105,7 @@ def expire_snapshots(
     end = _expire_end(table, latest, earliest, retain_min, retain_max, limit, threshold)
     if end <= earliest:
         if not table.storage.exists(sm.hint_path(EARLIEST_HINT)):
-            sm.write_earliest_hint(earliest)
+            sm.advance_earliest_hint(earliest)
         return 0
     return _expire_until(table, earliest, end)
 
@@ -173,7 +173,7 @@ def _expire_until(table: Table, begin: int, end: int) -> int:
     # 3. the snapshot files, oldest first, so the ids left stay contiguous
     for snapshot in expired:
         table.storage.delete(sm.snapshot_path(snapshot.id))
-    sm.write_earliest_hint(end)
+    sm.advance_earliest_hint(end)  # never backwards: a concurrent run may have gone further
     logger.info("expired snapshots [%s, %s) of %s", begin, end, table.identifier)
     return len(expired)
 

@@ -94,9 +94,7 @@ def rollback_to(table: Table, snapshot_id: int | None = None, tag: str | None = 
     latest = sm.latest_id()
     if latest is None or target.id > latest:
         raise SnapshotNotFoundError(target.id, f"snapshot {target.id} is newer than the latest ({latest})")
-    for newer in range(latest, target.id, -1):  # newest first: the listing never shows a gap below LATEST
-        with contextlib.suppress(FileNotFoundError):
-            table.storage.delete(sm.snapshot_path(newer))
+    _delete_newer_snapshots(table, target.id, latest)
     for later in tags.tags():
         if later.snapshot.id > target.id:
             with contextlib.suppress(TagNotFoundError):
@@ -107,3 +105,24 @@ def rollback_to(table: Table, snapshot_id: int | None = None, tag: str | None = 
         )
         sm.write_earliest_hint(target.id)
     sm.write_latest_hint(target.id)
+
+
+_ROLLBACK_SWEEPS = 5
+
+
+def _delete_newer_snapshots(table: Table, target: int, latest: int) -> None:
+    """Delete the snapshot files above ``target``, newest first, so the listing never shows a gap below LATEST.
+
+    A commit racing the rollback may publish above ``target`` meanwhile: the directory is listed again and
+    swept until nothing above ``target`` remains, so the rollback never leaves a snapshot on top of a hole.
+    Such a commit is rolled back with the others (its committer may already have reported it).
+    """
+    sm = table.snapshot_manager
+    doomed = list(range(latest, target, -1))
+    for _ in range(_ROLLBACK_SWEEPS):
+        for newer in doomed:
+            with contextlib.suppress(FileNotFoundError):
+                table.storage.delete(sm.snapshot_path(newer))
+        doomed = sorted((i for i in sm.list_ids() if i > target), reverse=True)
+        if not doomed:
+            return

@@ -1,10 +1,13 @@
 """The optimistic commit: build a snapshot on top of the latest one and publish it with an atomic create.
 
-One attempt reads the latest snapshot, checks conflicts (overwrite and compaction only: plain appends never
-conflict), writes the base manifest list (the previous state, merged), the delta manifests and list, and
-publishes ``snapshot-<latest+1>`` with the storage backend's ``write_if_absent``. Losing the race retries
-with back-off and jitter; an unknown outcome is resolved by looking for this commit's
-(commit user, commit identifier, kind) in newer snapshots, never by blind retry or clean-up.
+One attempt reads the latest snapshot, checks the commit's files against it (files to add must not be live
+already; overwrites and compactions must find the files they delete still live), writes the base manifest
+list (the previous state, merged) and publishes ``snapshot-<latest+1>`` with the storage backend's
+``write_if_absent``. A publish that succeeded is then checked to continue the chain of snapshots
+(:mod:`._chain`): snapshot expiration may have freed the id it took. Losing the race, or publishing into
+such a hole, retries with back-off and jitter until ``commit.timeout``; the attempt's own manifests are
+deleted first. An unknown outcome is resolved by looking for the attempt's snapshot in newer snapshots,
+never by blind retry or clean-up. docs/commit-protocol.md has the whole argument.
 """
 
 from __future__ import annotations
@@ -14,20 +17,28 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from paimon_core import options as opts
 from paimon_core.errors import (
     AtomicCommitUnsupportedError,
     CommitConflictError,
+    CommitError,
+    CommitFilesError,
+    CommitIdentifierError,
     CommitRetriesExhaustedError,
     CommitStateUnknownError,
+    CorruptMetadataError,
     SchemaError,
+    SnapshotExpiredError,
 )
 from paimon_core.manifest import (
+    FileIdentifier,
     FileKind,
     ManifestEntry,
+    ManifestFileMeta,
     ManifestNamer,
     merge_manifests,
     read_manifest_list,
@@ -35,9 +46,11 @@ from paimon_core.manifest import (
     write_manifests,
 )
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
-from paimon_core.storage import Capability, CommitLock, LockAcquireTimeoutError, open_commit_lock
+from paimon_core.storage import Capability, CommitLock, LockAcquireTimeoutError, join_path, open_commit_lock
+from paimon_core.table._chain import follows_chain
+from paimon_core.table._history import OwnCommits
 from paimon_core.table._messages import CommitMessage
-from paimon_core.table._scan import live_entries, manifest_metas, read_entries
+from paimon_core.table._scan import explain_missing, manifest_metas, read_entries
 
 if TYPE_CHECKING:
     from paimon_core.table._table import Table
@@ -45,6 +58,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _CONFLICT_SEARCH_DEPTH = 200  # snapshots searched backwards to name the commit that won a conflict
+_EXISTS_THREADS = 16
+_BACKOFF_DOUBLINGS = 6  # the back-off window stops growing after this many lost races (fairness)
 
 OverwriteScope = Callable[[ManifestEntry], bool]
 
@@ -56,6 +71,34 @@ class _Attempt:
     check_conflicts: bool
 
 
+@dataclass(frozen=True)
+class _Published:
+    """A snapshot one attempt tried to publish, with what it was built from."""
+
+    snapshot: Snapshot
+    base: Snapshot | None
+    entries: list[ManifestEntry]
+
+
+class _AlreadyLive(Exception):
+    """Every file the attempt adds is live already: these messages were committed before."""
+
+
+@dataclass
+class _Written:
+    """Metadata files one commit call wrote; deleted when they can be known to be unused."""
+
+    attempt: list[str] = field(default_factory=list)  # base list and merged manifests of one attempt
+    delta: tuple[tuple[tuple[FileKind, FileIdentifier], ...], str, int, list[ManifestFileMeta]] | None = None
+    uncertain: bool = False  # some attempt's outcome is unknown: its files may be referenced
+
+    def delta_paths(self, table: Table) -> list[str]:
+        if self.delta is None:
+            return []
+        _, name, _, metas = self.delta
+        return [table.manifest_path(name), *(table.manifest_path(m.file_name) for m in metas)]
+
+
 class TableCommit:
     """Commits writers' messages to a table, one snapshot per change kind.
 
@@ -63,14 +106,18 @@ class TableCommit:
         table: the table.
         commit_user: identity of the committing job; keep it stable across restarts of a streaming job so
             that a replayed commit identifier is recognised. A fresh UUID when None.
+
+    Attributes:
+        last_attempts: for each snapshot the last ``commit``/``overwrite`` call created, how many publish
+            attempts it took (1 = no lost race).
     """
 
     def __init__(self, table: Table, commit_user: str | None = None) -> None:
         self.table = table
         prefix = table.options.get_option(opts.COMMIT_USER_PREFIX)
         self.commit_user = commit_user or (f"{prefix}_{uuid.uuid4()}" if prefix else str(uuid.uuid4()))
-        self._last_committed: int | None = None
-        self._recovered = False
+        self.last_attempts: dict[int, int] = {}
+        self._own = OwnCommits(table, self.commit_user)
         self._new_name = ManifestNamer()
         self._max_retries = table.options.get_option(opts.COMMIT_MAX_RETRIES)
         self._timeout_ms = table.options.get_option(opts.COMMIT_TIMEOUT)
@@ -95,35 +142,40 @@ class TableCommit:
         """Commit messages: an APPEND (or OVERWRITE, when files are deleted) then a COMPACT snapshot.
 
         Returns:
-            The ids of the snapshots created; empty when there was nothing to commit or the identifier was
-            already committed by this commit user.
+            The ids of the snapshots created; empty when there was nothing to commit, or when these
+            messages were committed already (the same identifier replayed by this commit user, or the same
+            files committed twice).
 
         Raises:
             CommitConflictError: files this commit deletes are gone (another overwrite or compaction won).
-            CommitRetriesExhaustedError: every attempt lost the race for the next snapshot id.
+            CommitIdentifierError: this commit user already committed ``commit_identifier`` or a newer
+                identifier, with other files.
+            CommitFilesError: some of the files are live already, or gone from storage.
+            CommitRetriesExhaustedError: ``commit.timeout`` passed while other commits kept winning.
             CommitStateUnknownError: the store may or may not hold the snapshot.
         """
-        if self.is_committed(commit_identifier):
+        self.last_attempts = {}
+        if self._replayed(messages, commit_identifier):
             logger.info("commit %s of %s already landed; nothing to do", commit_identifier, self.commit_user)
             return []
-        created = []
         append_entries = self._entries(messages, "new_files", FileKind.ADD) + self._entries(
             messages, "deleted_files", FileKind.DELETE
         )
+        compact_entries = self._entries(messages, "compact_before", FileKind.DELETE) + self._entries(
+            messages, "compact_after", FileKind.ADD
+        )
+        self._require_files(append_entries + compact_entries, commit_identifier)
+        created = []
         has_deletes = any(e.kind == FileKind.DELETE for e in append_entries)
         if append_entries or self._force_create_snapshot(messages):
             kind = CommitKind.OVERWRITE if has_deletes else CommitKind.APPEND
             attempt = _Attempt(kind, append_entries, check_conflicts=has_deletes)
-            created.append(self._commit_with_retry(kind, lambda _latest: attempt, commit_identifier))
-        compact_entries = self._entries(messages, "compact_before", FileKind.DELETE) + self._entries(
-            messages, "compact_after", FileKind.ADD
-        )
+            created += self._commit_with_retry(kind, lambda _latest: attempt, commit_identifier)
         if compact_entries:
             attempt_c = _Attempt(CommitKind.COMPACT, compact_entries, check_conflicts=True)
-            created.append(
-                self._commit_with_retry(CommitKind.COMPACT, lambda _latest: attempt_c, commit_identifier)
+            created += self._commit_with_retry(
+                CommitKind.COMPACT, lambda _latest: attempt_c, commit_identifier
             )
-        self._last_committed = commit_identifier
         self._expire_after(created)
         return created
 
@@ -145,8 +197,10 @@ class TableCommit:
 
         Raises:
             SchemaError: the spec names unknown columns, or new files lie outside the static spec.
+            CommitIdentifierError, CommitFilesError, CommitStateUnknownError: as for :meth:`commit`.
         """
-        if self.is_committed(commit_identifier):
+        self.last_attempts = {}
+        if self._replayed(messages, commit_identifier):
             return []
         table = self.table
         new_entries = self._entries(messages, "new_files", FileKind.ADD)
@@ -167,16 +221,17 @@ class TableCommit:
             scope = lambda entry: entry.partition in present  # noqa: E731
         else:
             scope = lambda entry: True  # noqa: E731
+        self._require_files(new_entries, commit_identifier)
 
         def build(latest: Snapshot | None) -> _Attempt:
             # The scope is re-read on every attempt: files added meanwhile in the scope are replaced too.
             # The deletes are live in `latest` by construction and the publish only lands on top of
             # `latest`, so re-checking them against `latest` would find nothing.
-            doomed = [replace(e, kind=FileKind.DELETE) for e in live_entries(table, latest) if scope(e)]
+            live = table.live_files.at(latest)
+            doomed = [replace(e, kind=FileKind.DELETE) for e in live.values() if scope(e)]
             return _Attempt(CommitKind.OVERWRITE, doomed + new_entries, check_conflicts=False)
 
-        created = [self._commit_with_retry(CommitKind.OVERWRITE, build, commit_identifier)]
-        self._last_committed = commit_identifier
+        created = self._commit_with_retry(CommitKind.OVERWRITE, build, commit_identifier)
         self._expire_after(created)
         return created
 
@@ -202,22 +257,32 @@ class TableCommit:
         """Whether this commit user already committed ``commit_identifier`` (or a later one).
 
         Batch commits (the maximal identifier) are never deduplicated this way. The snapshot history is
-        searched once per committer (at recovery); afterwards the committer remembers its own progress.
+        searched once per committer (at recovery); afterwards only the snapshots that came since.
         """
         if commit_identifier == BATCH_COMMIT_IDENTIFIER:
             return False
-        if not self._recovered:
-            latest = self._latest_of_user()  # may fail (storage errors): then search again next time
-            if latest is not None:
-                self._last_committed = latest.commit_identifier
-            self._recovered = True
-        return self._last_committed is not None and commit_identifier <= self._last_committed
+        self._catch_up()
+        last = self._own.last_identifier
+        return last is not None and commit_identifier <= last
+
+    def _catch_up(self) -> None:
+        """Read this user's new snapshots. Failing to, a committer that has not searched the history since it
+        started or since an unknown outcome cannot tell whether a replayed identifier landed before."""
+        try:
+            self._own.catch_up()
+        except Exception as exc:
+            if not self._own.uncertain or isinstance(exc, CommitError):
+                raise
+            raise CommitStateUnknownError(
+                f"cannot tell whether an earlier commit of {self.commit_user} to {self.table.path} landed: "
+                f"searching its history failed: {exc}"
+            ) from exc
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
         """Delete the new files of uncommitted messages."""
         self.table.delete_new_files(messages)
 
-    # --- building entries ------------------------------------------------------------------------------
+    # --- what to commit ------------------------------------------------------------------------------
 
     def _entries(
         self, messages: Sequence[CommitMessage], attribute: str, kind: FileKind
@@ -253,76 +318,280 @@ class TableCommit:
 
         return in_scope
 
+    def _replayed(self, messages: Sequence[CommitMessage], identifier: int) -> bool:
+        """Whether ``identifier`` was committed already by this user, with these messages.
+
+        Raises:
+            CommitIdentifierError: it was, or a newer one was, and these messages are not that commit.
+        """
+        if identifier == BATCH_COMMIT_IDENTIFIER:
+            return False
+        last = self._own.last_identifier
+        if last is None or identifier > last:  # only then can newer commits of this user matter
+            self._catch_up()
+            last = self._own.last_identifier
+        if last is None or identifier > last:
+            return False
+        added = {f.file_name for m in messages for f in (*m.new_files, *m.compact_after)}
+        try:
+            committed = self._own.files.get(identifier) or self._files_committed_as(identifier)
+            # When that snapshot expired, a replay's files are live, or gone with a compaction that expired.
+            if (committed is not None and added <= committed) or (
+                committed is None and self._live_or_gone(messages)
+            ):
+                return True
+        except (OSError, CorruptMetadataError) as exc:
+            raise CommitStateUnknownError(
+                f"identifier {identifier} of {self.commit_user} was committed to {self.table.path} before, "
+                f"but whether with these messages cannot be told: {exc}"
+            ) from exc
+        raise CommitIdentifierError(
+            f"commit user {self.commit_user!r} already committed identifier {last} to {self.table.path}; "
+            f"identifier {identifier} is not newer"
+            + (" and was committed with other files" if committed is not None else "")
+            + " (each commit needs a new, increasing identifier; a replay must carry the same messages)",
+            self.commit_user,
+            identifier,
+            last,
+        )
+
+    def _files_committed_as(self, identifier: int) -> set[str] | None:
+        """Names of the files this user's snapshots of ``identifier`` added; None if none can be read."""
+        snapshots = self._own.snapshots_of(identifier)
+        if not snapshots:
+            return None
+        names: set[str] = set()
+        try:
+            for snapshot in snapshots:
+                delta = read_entries(self.table, manifest_metas(self.table, snapshot, delta_only=True))
+                names.update(e.file.file_name for e in delta if e.kind == FileKind.ADD)
+        except CorruptMetadataError:
+            return None
+        return names
+
+    def _live_or_gone(self, messages: Sequence[CommitMessage]) -> bool:
+        entries = self._entries(messages, "new_files", FileKind.ADD) + self._entries(
+            messages, "compact_after", FileKind.ADD
+        )
+        live = self.table.live_files.at(self.table.snapshot_manager.latest())
+        fresh = [e for e in entries if e.identifier() not in live]
+        return not any(self._exist(fresh))
+
+    def _require_files(self, entries: Sequence[ManifestEntry], identifier: int) -> None:
+        """The files to add must exist: a snapshot that lists a missing file can never be read.
+
+        Raises:
+            CommitFilesError: some files are gone (an abort or orphan removal deleted them).
+            CommitStateUnknownError: they are gone, and this commit may have landed in a snapshot that
+                expired since, with files that a compaction replaced and expiration deleted.
+        """
+        added = [e for e in entries if e.kind == FileKind.ADD]
+        missing = [e.file.file_name for e, there in zip(added, self._exist(added), strict=True) if not there]
+        if not missing:
+            return
+        if identifier != BATCH_COMMIT_IDENTIFIER and not self._own.complete:
+            raise CommitStateUnknownError(
+                f"{len(missing)} files of commit {identifier} of {self.commit_user!r} are gone from "
+                f"{self.table.path}, and this user's earlier snapshots expired: it may have been committed "
+                f"before and compacted away since (e.g. {missing[0]})"
+            )
+        raise CommitFilesError(
+            f"files to commit to {self.table.path} no longer exist (deleted by an abort or by orphan file "
+            "removal); nothing was committed",
+            missing,
+        )
+
+    def _exist(self, entries: Sequence[ManifestEntry]) -> list[bool]:
+        table = self.table
+
+        def exists(entry: ManifestEntry) -> bool:
+            file = entry.file
+            path = file.external_path or join_path(
+                table.bucket_dir(entry.partition, entry.bucket), file.file_name
+            )
+            return table.storage.exists(path)
+
+        if len(entries) <= 2:
+            return [exists(e) for e in entries]
+        with ThreadPoolExecutor(max_workers=min(_EXISTS_THREADS, len(entries))) as pool:
+            return list(pool.map(exists, entries))
+
     # --- the retry loop ----------------------------------------------------------------------------------
 
     def _commit_with_retry(
         self, kind: CommitKind, build: Callable[[Snapshot | None], _Attempt], identifier: int
-    ) -> int:
+    ) -> list[int]:
+        """Publish one snapshot of ``kind``; [] when its files turned out committed already."""
         start = time.monotonic()
-        first_latest = self.table.snapshot_manager.latest_id() or 0
-        uncertain: BaseException | None = None
+        written = _Written()
+        unknown: dict[str, _Published] = {}  # by uuid: attempts whose publish had an unknown outcome
+        errors = 0  # unknown outcomes, and lost races while the table did not move on
+        seen_latest = self.table.snapshot_manager.latest_id() or 0
         attempt_no = 0
-        while True:
-            try:
-                if uncertain is not None:
-                    # Before anything else: did the attempt whose outcome we never heard of land?
-                    landed = self._find_own_snapshot(first_latest + 1, identifier, kind)
-                    if landed is not None:
-                        logger.info(
-                            "commit of %s found as snapshot %s after an unknown outcome",
-                            self.commit_user,
-                            landed,
-                        )
-                        return landed
-                snapshot_id, error = self._attempt(build, identifier, attempt_no)
-            except (CommitConflictError, SchemaError):
+        try:
+            while True:
+                if unknown:  # did an attempt whose outcome we never heard of land after all?
+                    found = self._find_unknown(unknown)
+                    if found is not None:
+                        logger.info("commit of %s found as snapshot %s after an unknown outcome",
+                                    self.commit_user, found.snapshot.id)  # fmt: skip
+                        return self._landed(found, attempt_no, identifier)
+                try:
+                    outcome = self._attempt(build, identifier, attempt_no, written, unknown)
+                except SnapshotExpiredError as exc:  # the base expired while we built on it: a lost race
+                    logger.info("commit attempt %s lost its base snapshot: %s", attempt_no, exc)
+                    outcome = None
+                if isinstance(outcome, _Landed):
+                    return self._landed(outcome.published, attempt_no + 1, identifier)
+                if outcome is not None:
+                    errors += 1
+                    unknown[outcome.snapshot.uuid or ""] = outcome
+                    written.uncertain = True
+                else:
+                    # A race lost to a commit that landed is progress; losing without the table moving on
+                    # (a store that refuses every create) counts against commit.max-retries.
+                    latest_id = self.table.snapshot_manager.latest_id() or 0
+                    errors += latest_id <= seen_latest
+                    seen_latest = max(seen_latest, latest_id)
+                attempt_no += 1
+                self._check_deadline(start, attempt_no, errors, unknown)
+                self._sleep_before_retry(attempt_no - 1)
+        except _Landed as landed:
+            return self._landed(landed.published, attempt_no + 1, identifier)
+        except _AlreadyLive:
+            logger.info("the files of this %s commit are live already; nothing to do", kind.value)
+            self._delete_unused(written)
+            return []
+        except (CommitConflictError, SchemaError, CommitFilesError, CommitIdentifierError):
+            self._delete_unused(written)
+            raise
+        except CommitError:
+            raise
+        except Exception as exc:
+            if not unknown:
+                self._delete_unused(written)
                 raise
-            except Exception as exc:
-                if uncertain is None:
-                    raise
-                # Reading the table failed after an unknown outcome: the commit may well have landed.
-                raise self._unknown_outcome(identifier, attempt_no, uncertain) from exc
-            if snapshot_id is not None:
-                return snapshot_id
-            uncertain = error or uncertain
-            attempt_no += 1
-            elapsed_ms = (time.monotonic() - start) * 1000
-            if attempt_no > self._max_retries or (
-                self._timeout_ms is not None and elapsed_ms > self._timeout_ms
-            ):
-                if uncertain is not None:
-                    landed = self._find_own_snapshot(first_latest + 1, identifier, kind)
-                    if landed is not None:
-                        return landed
-                    raise self._unknown_outcome(identifier, attempt_no, uncertain) from uncertain
-                raise CommitRetriesExhaustedError(
-                    f"commit to {self.table.path} lost the race for a snapshot id {attempt_no} times "
-                    f"in {elapsed_ms:.0f} ms (commit.max-retries={self._max_retries})"
-                )
-            self._sleep_before_retry(attempt_no - 1)
+            # Reading the table failed after an unknown outcome: the commit may well have landed.
+            raise self._unknown_outcome(identifier, attempt_no, exc) from exc
+
+    def _landed(self, published: _Published, attempts: int, identifier: int) -> list[int]:
+        snapshot_id = published.snapshot.id
+        self.last_attempts[snapshot_id] = max(attempts, 1)
+        added = frozenset(e.file.file_name for e in published.entries if e.kind == FileKind.ADD)
+        self._own.record(identifier, published.snapshot.commit_kind, snapshot_id, added)
+        self.table.snapshot_manager.advance_latest_hint(snapshot_id)
+        return [snapshot_id]
+
+    def _check_deadline(
+        self, start: float, attempt_no: int, errors: int, unknown: dict[str, _Published]
+    ) -> None:
+        """Races lost to other commits retry until ``commit.timeout``; unknown outcomes and races lost without
+        any other commit landing, at most ``commit.max-retries`` times."""
+        elapsed_ms = (time.monotonic() - start) * 1000
+        timed_out = self._timeout_ms is not None and elapsed_ms > self._timeout_ms
+        if not timed_out and errors <= self._max_retries:
+            return
+        if unknown:
+            found = self._find_unknown(unknown)
+            if found is not None:
+                raise _Landed(found)
+            raise CommitStateUnknownError(
+                f"commit of {self.commit_user} to {self.table.path} has an unknown outcome after "
+                f"{attempt_no} attempts ({errors} unknown publish outcomes)"
+            )
+        raise CommitRetriesExhaustedError(
+            f"commit to {self.table.path} lost the race for a snapshot id {attempt_no} times in "
+            f"{elapsed_ms:.0f} ms (commit.timeout={self._timeout_ms} ms, commit.max-retries={self._max_retries} "
+            f"for races lost while no other commit landed: {errors})"
+        )
 
     def _attempt(
-        self, build: Callable[[Snapshot | None], _Attempt], identifier: int, attempt_no: int
-    ) -> tuple[int | None, BaseException | None]:
-        """One try: (new snapshot id, None) on success, (None, None) when another commit took the id, and
-        (None, error) when the store's answer is unknown."""
-        latest = self.table.snapshot_manager.latest()
+        self,
+        build: Callable[[Snapshot | None], _Attempt],
+        identifier: int,
+        attempt_no: int,
+        written: _Written,
+        unknown: Mapping[str, _Published],
+    ) -> _Landed | _Published | None:
+        """One try: the new snapshot id when it landed; None when another commit took the id or the publish
+        landed in an id freed by expiration; the attempt itself when the store's answer is unknown."""
+        sm = self.table.snapshot_manager
+        latest = sm.latest()
         attempt = build(latest)
-        if attempt.check_conflicts and latest is not None:
-            self._check_conflicts(latest, attempt.entries)
-        snapshot = self._build_snapshot(latest, attempt, identifier)
+        if identifier != BATCH_COMMIT_IDENTIFIER:
+            self._check_own_progress(identifier, unknown)
+        self._check_files(latest, attempt, check_live=attempt_no == 0 or bool(unknown))
+        snapshot = self._build_snapshot(latest, attempt, identifier, written)
         logger.info(
             "commit attempt %s on %s: base snapshot %s -> %s (%s)",
             attempt_no, self.table.path, latest.id if latest else 0, snapshot.id, attempt.kind.value,
         )  # fmt: skip
+        published = _Published(snapshot, latest, attempt.entries)
         try:
-            published = self._publish(snapshot)
+            created = self._publish(snapshot)
         except LockAcquireTimeoutError:
             raise  # nothing was published: the outcome is known
         except Exception as exc:  # anything but "exists": the store may hold the snapshot or not
             logger.warning("publishing snapshot %s had an unknown outcome: %s", snapshot.id, exc)
-            return None, exc
-        return (snapshot.id if published else None), None
+            return published
+        if not created:
+            self._delete(written.attempt)
+            return None
+        if self._verify(published):
+            return _Landed(published)
+        self._delete(written.attempt)
+        return None
+
+    def _verify(self, published: _Published) -> bool:
+        """Whether a snapshot this committer created continues the history; a stale one is withdrawn.
+
+        Raises:
+            CommitStateUnknownError: it cannot be told (the table moved on too far meanwhile).
+        """
+        snapshot, base = published.snapshot, published.base
+        verdict = follows_chain(self.table, snapshot, base, published.entries)
+        if verdict is None:
+            self._own.forget()
+            raise CommitStateUnknownError(
+                f"snapshot {snapshot.id} of {self.commit_user} was published to {self.table.path}, but the "
+                "table moved on and expired snapshots so fast that it cannot be told whether the snapshot "
+                "continues the history or landed in an id that expiration had freed"
+            )
+        if not verdict:
+            logger.warning(
+                "snapshot %s of %s landed in an id freed by snapshot expiration or a rollback (its base "
+                "%s is gone); withdrawing it and retrying on the latest snapshot",
+                snapshot.id, self.table.path, base.id if base else None,
+            )  # fmt: skip
+            self._withdraw(snapshot)
+        return verdict
+
+    def _check_own_progress(self, identifier: int, unknown: Mapping[str, _Published]) -> None:
+        """Another handle with this commit user may have committed meanwhile: never publish out of order."""
+        self._catch_up()
+        last = self._own.last_identifier
+        if last is None or last < identifier:
+            return
+        found = self._find_unknown(unknown)
+        if found is not None:
+            raise _Landed(found)
+        raise CommitIdentifierError(
+            f"commit user {self.commit_user!r} committed identifier {last} to {self.table.path} while "
+            f"identifier {identifier} was being committed (two committers share this commit user)",
+            self.commit_user,
+            identifier,
+            last,
+        )
+
+    def _withdraw(self, snapshot: Snapshot) -> None:
+        """Delete a snapshot file this committer published into an expired hole (no one builds on it)."""
+        sm = self.table.snapshot_manager
+        try:
+            if sm.try_snapshot(snapshot.id) == snapshot:
+                self.table.storage.delete(sm.snapshot_path(snapshot.id))
+        except (OSError, CorruptMetadataError):
+            logger.warning("could not withdraw stale snapshot %s of %s", snapshot.id, self.table.path,
+                           exc_info=True)  # fmt: skip
 
     def _publish(self, snapshot: Snapshot) -> bool:
         publish = self.table.snapshot_manager.try_publish
@@ -335,94 +604,111 @@ class TableCommit:
     ) -> CommitStateUnknownError:
         # The commit may have landed unseen: the next is_committed must search the history again, or a
         # retry with this committer would publish the same files twice.
-        self._recovered = False
+        self._own.forget()
         return CommitStateUnknownError(
             f"commit of {self.commit_user} (identifier {identifier}) to {self.table.path} has an "
             f"unknown outcome after {attempts} attempts: {cause}"
         )
 
     def _sleep_before_retry(self, retry: int) -> None:
-        wait = min(self._min_wait_ms * (2**retry), self._max_wait_ms)
-        jitter = random.uniform(0, max(1.0, 0.2 * wait))
-        time.sleep((wait + jitter) / 1000)
+        # Full jitter over a window that stops growing soon: a committer that lost many races does not
+        # wait longer than one that just arrived, so no one starves under steady contention.
+        window = min(self._min_wait_ms * (2 ** min(retry, _BACKOFF_DOUBLINGS)), self._max_wait_ms)
+        time.sleep(random.uniform(0, max(1.0, window)) / 1000)
 
-    def _find_own_snapshot(self, first: int, identifier: int, kind: CommitKind) -> int | None:
-        """The id of this committer's snapshot for ``identifier`` among snapshots ``first``.. latest."""
+    def _find_unknown(self, unknown: Mapping[str, _Published]) -> _Published | None:
+        """The id of an attempt of this call whose outcome was unknown, if it landed on the history."""
         sm = self.table.snapshot_manager
-        last = sm.latest_id() or 0
-        for snapshot_id in range(max(first, 1), last + 1):
-            snapshot = sm.snapshot(snapshot_id)
-            if (
-                snapshot.commit_user == self.commit_user
-                and snapshot.commit_identifier == identifier
-                and snapshot.commit_kind == kind
-            ):
-                return snapshot_id
+        for uuid_, published in list(unknown.items()):
+            found = sm.try_snapshot(published.snapshot.id)
+            if found is None or found.uuid != uuid_:
+                continue
+            if self._verify(published):
+                return published
         return None
 
-    def _latest_of_user(self) -> Snapshot | None:
-        sm = self.table.snapshot_manager
-        latest = sm.latest_id()
-        earliest = sm.earliest_id()
-        if latest is None or earliest is None:
-            return None
-        for snapshot_id in range(latest, earliest - 1, -1):
-            try:
-                snapshot = sm.snapshot(snapshot_id)
-            except LookupError:  # expired meanwhile
-                break
-            if snapshot.commit_user == self.commit_user:
-                return snapshot
-        return None
+    # --- files -----------------------------------------------------------------------------------------
 
-    # --- conflicts -------------------------------------------------------------------------------------
-
-    def _check_conflicts(self, latest: Snapshot, entries: list[ManifestEntry]) -> None:
-        deleted = {e.identifier(): e for e in entries if e.kind == FileKind.DELETE}
-        added = {e.identifier(): e for e in entries if e.kind == FileKind.ADD}
-        if not deleted and not added:
+    def _check_files(self, latest: Snapshot | None, attempt: _Attempt, check_live: bool) -> None:
+        """Files to add must not be live yet; an overwrite's or compaction's deletes must still be live."""
+        if latest is None or not (check_live or attempt.check_conflicts):
             return
-        live = {e.identifier() for e in live_entries(self.table, latest)}
-        missing = [e.file.file_name for key, e in deleted.items() if key not in live]
-        duplicated = [e.file.file_name for key, e in added.items() if key in live]
-        if missing or duplicated:
-            names = missing or duplicated
-            winner = self._find_deleter(latest, set(names)) if missing else None
-            reason = "File deletion conflicts detected" if missing else "files to add are already live"
+        live = self.table.live_files.at(latest)
+        added = [e for e in attempt.entries if e.kind == FileKind.ADD]
+        duplicated = [e.file.file_name for e in added if e.identifier() in live]
+        if duplicated:
+            if len(duplicated) == len(added):
+                raise _AlreadyLive()
+            raise CommitFilesError(
+                f"some files to add are live in {self.table.path} already (were these messages partly "
+                "committed before?); nothing was committed",
+                duplicated,
+            )
+        if not attempt.check_conflicts:
+            return
+        deleted = [e for e in attempt.entries if e.kind == FileKind.DELETE]
+        missing = [e.file.file_name for e in deleted if e.identifier() not in live]
+        if missing:
+            winner = self._find_deleter(latest, set(missing))
             raise CommitConflictError(
-                f"{reason} in {self.table.path}; give up committing",
+                f"File deletion conflicts detected in {self.table.path}; give up committing",
                 winning_snapshot_id=winner.id if winner else None,
                 winning_commit_user=winner.commit_user if winner else None,
-                conflicting_files=names,
+                conflicting_files=missing,
             )
 
     def _find_deleter(self, latest: Snapshot, names: set[str]) -> Snapshot | None:
         sm = self.table.snapshot_manager
         earliest = sm.earliest_id() or 1
         for snapshot_id in range(latest.id, max(earliest, latest.id - _CONFLICT_SEARCH_DEPTH) - 1, -1):
-            snapshot = sm.snapshot(snapshot_id)
-            if snapshot.commit_kind == CommitKind.APPEND:
+            snapshot = sm.try_snapshot(snapshot_id)
+            if snapshot is None or snapshot.commit_kind == CommitKind.APPEND:
                 continue
-            entries = read_entries(self.table, manifest_metas(self.table, snapshot, delta_only=True))
+            try:
+                entries = read_entries(self.table, manifest_metas(self.table, snapshot, delta_only=True))
+            except CorruptMetadataError:
+                return None  # expired while we looked: the winner stays unnamed
             if any(e.kind == FileKind.DELETE and e.file.file_name in names for e in entries):
                 return snapshot
         return None
 
+    def _delete(self, paths: Sequence[str]) -> None:
+        for path in paths:
+            try:
+                self.table.storage.delete(path)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                logger.debug("could not delete unused metadata file %s", path, exc_info=True)
+
+    def _delete_unused(self, written: _Written) -> None:
+        """After a commit call that published nothing: its metadata files are garbage (unless an attempt's
+        outcome stayed unknown, in which case a snapshot may reference them)."""
+        if not written.uncertain:
+            self._delete([*written.attempt, *written.delta_paths(self.table)])
+
     # --- the snapshot ----------------------------------------------------------------------------------
 
-    def _build_snapshot(self, latest: Snapshot | None, attempt: _Attempt, identifier: int) -> Snapshot:
+    def _build_snapshot(
+        self, latest: Snapshot | None, attempt: _Attempt, identifier: int, written: _Written
+    ) -> Snapshot:
         table = self.table
         ctx, storage = table.manifest_context, table.storage
-        base_metas = []
+        written.attempt = []
+        base_metas: list[ManifestFileMeta] = []
         if latest is not None:
-            base_metas = read_manifest_list(storage, ctx.path(latest.base_manifest_list))
-            base_metas += read_manifest_list(storage, ctx.path(latest.delta_manifest_list))
-            base_metas = merge_manifests(ctx, base_metas, self._new_name)
+            try:
+                read = read_manifest_list(storage, ctx.path(latest.base_manifest_list))
+                read += read_manifest_list(storage, ctx.path(latest.delta_manifest_list))
+                base_metas = merge_manifests(ctx, read, self._new_name)
+            except CorruptMetadataError as exc:
+                raise explain_missing(table, latest.id, exc) from exc
+            known = {m.file_name for m in read}
+            written.attempt += [ctx.path(m.file_name) for m in base_metas if m.file_name not in known]
         base_list = self._new_name("manifest-list")
+        written.attempt.append(ctx.path(base_list))
         base_size = write_manifest_list(storage, ctx.path(base_list), base_metas, ctx.codec, ctx.level)
-        delta_metas = write_manifests(ctx, attempt.entries, self._new_name)
-        delta_list = self._new_name("manifest-list")
-        delta_size = write_manifest_list(storage, ctx.path(delta_list), delta_metas, ctx.codec, ctx.level)
+        delta_list, delta_size = self._delta(attempt, written)
         delta_rows = sum(
             e.file.row_count if e.kind == FileKind.ADD else -e.file.row_count for e in attempt.entries
         )
@@ -449,6 +735,28 @@ class TableCommit:
             statistics=latest.statistics if latest and same_schema else None,
             next_row_id=latest.next_row_id if latest else None,
         )
+
+    def _delta(self, attempt: _Attempt, written: _Written) -> tuple[str, int]:
+        """The delta manifests and list of these entries, written once and reused by later attempts."""
+        key = tuple((e.kind, e.identifier()) for e in attempt.entries)
+        if written.delta is not None and written.delta[0] == key:
+            return written.delta[1], written.delta[2]
+        if written.delta is not None and not written.uncertain:
+            self._delete(written.delta_paths(self.table))  # an overwrite's scope changed
+        ctx = self.table.manifest_context
+        metas = write_manifests(ctx, attempt.entries, self._new_name)
+        name = self._new_name("manifest-list")
+        size = write_manifest_list(self.table.storage, ctx.path(name), metas, ctx.codec, ctx.level)
+        written.delta = (key, name, size, metas)
+        return name, size
+
+
+class _Landed(Exception):
+    """This commit landed: the attempt just made, or an earlier one whose outcome was unknown."""
+
+    def __init__(self, published: _Published) -> None:
+        super().__init__(published.snapshot.id)
+        self.published = published
 
 
 def _same_partition_value(stored: Any, given: Any) -> bool:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from paimon_core import options as opts
 from paimon_core.binary_row import deserialize_row
-from paimon_core.errors import SchemaError
+from paimon_core.errors import CorruptMetadataError, PaimonError, SchemaError
 from paimon_core.manifest import (
     DataFileMeta,
     FileKind,
@@ -80,11 +80,28 @@ def read_entries(
 def live_entries(
     table: Table, snapshot: Snapshot | None, predicate: Predicate | None = None
 ) -> list[ManifestEntry]:
-    """The live ADD entries of ``snapshot`` (all of base + delta merged), pruned by partition."""
+    """The live ADD entries of ``snapshot`` (all of base + delta merged), pruned by partition.
+
+    Raises:
+        SnapshotExpiredError: a manifest is missing because the snapshot expired (or was rolled back)
+            while it was read.
+        CorruptMetadataError: a manifest of a live snapshot is missing or unreadable.
+    """
     if snapshot is None:
         return []
-    merged = merge_entries(read_entries(table, manifest_metas(table, snapshot), predicate))
+    try:
+        merged = merge_entries(read_entries(table, manifest_metas(table, snapshot), predicate))
+    except CorruptMetadataError as exc:
+        raise explain_missing(table, snapshot.id, exc) from exc
     return [e for e in merged if e.kind == FileKind.ADD]
+
+
+def explain_missing(table: Table, snapshot_id: int, error: CorruptMetadataError) -> PaimonError:
+    """A :class:`SnapshotExpiredError` when the snapshot whose file was missing is gone, else ``error``."""
+    expired = table.snapshot_manager.expired_error(
+        snapshot_id, detail=str(error), retention=opts.retention_summary(table.options)
+    )
+    return expired if expired is not None else error
 
 
 class _PartitionPruner:

@@ -27,6 +27,7 @@ from paimon_core.schema import SchemaManager, TableSchema
 from paimon_core.snapshot import Snapshot, SnapshotManager
 from paimon_core.storage import StorageBackend, get_backend, join_path
 from paimon_core.table._commit import TableCommit
+from paimon_core.table._live import LiveFileIndex
 from paimon_core.table._messages import CommitMessage
 from paimon_core.table._read import TableRead
 from paimon_core.table._scan import DataSplit, TableScan, live_entries
@@ -83,6 +84,7 @@ class Table:
         self._partition_cache: dict[bytes, dict[str, Any]] = {}
         self._bucket_dirs: dict[tuple[bytes, int], str] = {}
         self._inline_compactor: InlineCompactor | None = None
+        self._live_files: LiveFileIndex | None = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Picklable for process pools and engines: the handle is rebuilt from its location and options.
@@ -195,6 +197,13 @@ class Table:
     def new_write(self) -> TableWrite:
         """A writer for engines: ``write(batch)`` then ``prepare_commit()`` → messages for :meth:`new_commit`."""
         return TableWrite(self)
+
+    @property
+    def live_files(self) -> LiveFileIndex:
+        """The live files of the latest snapshot committers saw through this handle (see :class:`LiveFileIndex`)."""
+        if self._live_files is None:
+            self._live_files = LiveFileIndex(self)
+        return self._live_files
 
     def new_commit(self, commit_user: str | None = None) -> TableCommit:
         return TableCommit(self, commit_user)

@@ -1,0 +1,74 @@
+"""Did a snapshot just published continue the table's chain, or land in a hole that expiration left?
+
+``write_if_absent("snapshot-N")`` succeeds whenever no file has that name. Snapshot expiration deletes old
+snapshot files, so a committer that read ``N-1`` as the latest and then stalled may create ``snapshot-N``
+after the real ``N`` was published, built upon and expired: its create succeeds, yet nothing later builds
+on it. :func:`follows_chain` tells the two apart right after the publish; docs/commit-protocol.md gives the
+argument. It relies on two properties of this project's expiration and rollback:
+
+* expiration deletes snapshot files in ascending id order and never the latest one, so once the real ``N``
+  is gone its predecessor is gone too, and some snapshot newer than ``N`` exists for ever after;
+* a rollback sweeps every snapshot above its target, so nothing stays above the hole it makes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from paimon_core.errors import CorruptMetadataError
+from paimon_core.manifest import FileKind, ManifestEntry, merge_entries, read_manifest_list
+from paimon_core.snapshot import Snapshot
+from paimon_core.table._scan import read_entries
+
+if TYPE_CHECKING:
+    from paimon_core.table._table import Table
+
+__all__ = ["follows_chain"]
+
+
+def follows_chain(
+    table: Table, published: Snapshot, base: Snapshot | None, entries: Sequence[ManifestEntry]
+) -> bool | None:
+    """Whether ``published``, just created on top of ``base``, is part of the table's history.
+
+    Returns:
+        True when it is (it was the newest snapshot when created), False when it is a stale publish that
+        no later snapshot builds on, None when that cannot be told (the table moved on too far meanwhile).
+    """
+    sm = table.snapshot_manager
+    try:
+        if base is not None:
+            current = sm.try_snapshot(base.id)
+            if current is not None:
+                # Our base still stands: had the real N existed, expiration would have removed the base
+                # first. A different snapshot under the base's id means a rollback replaced it.
+                return current == base
+        ids = sm.list_ids()
+        if not any(i > published.id for i in ids):
+            # Nothing above: a stale publish always has a newer snapshot above it. What remains below,
+            # from EARLIEST on, is a rollback target that our base was removed from.
+            earliest = sm.earliest_hint()
+            return not any(i < published.id and (earliest is None or i >= earliest) for i in ids)
+        successor = sm.try_snapshot(published.id + 1)
+        if successor is None:
+            # Expiration deletes in ascending order: had our snapshot been built upon and expired with
+            # its successor, our file would be gone as well.
+            return sm.try_snapshot(published.id) is None
+        return _successor_saw(table, successor, entries)
+    except (CorruptMetadataError, OSError):
+        return None
+
+
+def _successor_saw(table: Table, successor: Snapshot, entries: Sequence[ManifestEntry]) -> bool | None:
+    """Whether the state ``successor`` was built on (its base list) is the state our commit made."""
+    ctx = table.manifest_context
+    metas = read_manifest_list(table.storage, ctx.path(successor.base_manifest_list))
+    state = {e.identifier() for e in merge_entries(read_entries(table, metas))}
+    added = [e.identifier() for e in entries if e.kind == FileKind.ADD]
+    if added:
+        return added[0] in state  # names are unique: the state before the successor either has it or not
+    deleted = [e.identifier() for e in entries if e.kind == FileKind.DELETE]
+    if any(key in state for key in deleted):
+        return False
+    return None

@@ -1,0 +1,79 @@
+"""The live data files of a table at its newest snapshot, kept current from the deltas of newer snapshots.
+
+Committers ask it whether the files a commit adds are live already (the same messages committed twice)
+and whether the files an overwrite or compaction deletes are still live (conflicts). Reading every
+manifest of the latest snapshot for each commit would cost a full scan plan; instead the index reads one
+full state once per table handle and then only the delta manifests of the snapshots that came after.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from paimon_core.errors import CorruptMetadataError
+from paimon_core.manifest import FileIdentifier, FileKind, ManifestEntry
+from paimon_core.snapshot import Snapshot
+from paimon_core.table._scan import live_entries, manifest_metas, read_entries
+
+if TYPE_CHECKING:
+    from paimon_core.table._table import Table
+
+__all__ = ["LiveFileIndex"]
+
+# Beyond this many new snapshots, one full read is cheaper than their deltas.
+_MAX_DELTAS = 64
+
+
+class LiveFileIndex:
+    """Live entries by file identity at one snapshot; thread-safe, one per table handle."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self._lock = threading.Lock()
+        self._snapshot: Snapshot | None = None
+        self._files: dict[FileIdentifier, ManifestEntry] = {}
+
+    def at(self, snapshot: Snapshot | None) -> Mapping[FileIdentifier, ManifestEntry]:
+        """The live entries of ``snapshot`` (read-only; a new mapping whenever the snapshot changes).
+
+        Raises:
+            CorruptMetadataError: a manifest of the snapshot cannot be read (the table is unreadable), or
+                SnapshotExpiredError when it vanished under us.
+        """
+        if snapshot is None:
+            return {}
+        with self._lock:
+            cached = self._snapshot
+            if cached is not None and cached == snapshot:
+                return self._files
+            files = None
+            if cached is not None and cached.id < snapshot.id <= cached.id + _MAX_DELTAS:
+                files = self._advance(cached, snapshot)
+            if files is None:
+                files = {e.identifier(): e for e in live_entries(self._table, snapshot)}
+            self._snapshot, self._files = snapshot, files
+            return files
+
+    def _advance(self, cached: Snapshot, target: Snapshot) -> dict[FileIdentifier, ManifestEntry] | None:
+        """Apply the deltas of ``(cached, target]``; None when the chain between them cannot be followed
+        (a snapshot expired, or a rollback replaced the cached one): then the caller reads in full."""
+        sm = self._table.snapshot_manager
+        if sm.try_snapshot(cached.id) != cached:
+            return None
+        chain = [sm.try_snapshot(i) for i in range(cached.id + 1, target.id)]
+        if any(s is None for s in chain):
+            return None
+        files = dict(self._files)
+        try:
+            for snapshot in [*(s for s in chain if s is not None), target]:
+                delta = read_entries(self._table, manifest_metas(self._table, snapshot, delta_only=True))
+                for entry in delta:
+                    if entry.kind == FileKind.ADD:
+                        files[entry.identifier()] = entry
+                    else:
+                        files.pop(entry.identifier(), None)
+        except CorruptMetadataError:
+            return None  # an intermediate delta expired meanwhile: read the target in full
+        return files

@@ -1,0 +1,167 @@
+"""Issue 18 regressions: commits that race expiration, rollback and orphan removal, replays, two handles."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from paimon_core import Catalog
+from paimon_core.errors import (
+    CommitFilesError,
+    CommitIdentifierError,
+    SnapshotExpiredError,
+)
+from paimon_core.maintenance import expire_snapshots, remove_orphan_files, rollback_to
+from paimon_core.table import Table
+
+SCHEMA = pa.schema([pa.field("id", pa.int64())])
+FAR_FUTURE = dt.datetime(2999, 1, 1)
+FAR_FUTURE_MS = int(FAR_FUTURE.timestamp() * 1000)
+
+
+@pytest.fixture()
+def table(tmp_path: Any) -> Table:
+    catalog = Catalog.open(str(tmp_path / "warehouse"))
+    catalog.create_database("db")
+    return catalog.create_table("db.t", SCHEMA, options={"write-only": "true"})
+
+
+def _rows(*ids: int) -> pa.Table:
+    return pa.table({"id": list(ids)}, schema=SCHEMA)
+
+
+def _ids(table: Table) -> list[int]:
+    return sorted(table.to_arrow().column("id").to_pylist())
+
+
+def _pause_publish(handle: Table, meanwhile: Callable[[], None]) -> None:
+    """Run ``meanwhile`` once, right before ``handle`` publishes its next snapshot (a stalled committer)."""
+    manager = handle.snapshot_manager
+    real = manager.try_publish
+    fired = []
+
+    def paused(snapshot: Any) -> bool:
+        if not fired:
+            fired.append(True)
+            meanwhile()
+        return real(snapshot)
+
+    manager.try_publish = paused  # type: ignore[method-assign]
+
+
+def test_a_publish_into_an_id_freed_by_expiration_is_retried(table: Table, tmp_path: Any) -> None:
+    table.append(_rows(1))
+    table.append(_rows(2))
+    stalled = Catalog.open(str(tmp_path / "warehouse")).get_table("db.t")
+
+    def others_commit_and_expire() -> None:
+        for i in (10, 11, 12):
+            table.append(_rows(i))
+        expire_snapshots(table, retain_max=1, retain_min=1, older_than=FAR_FUTURE)
+
+    _pause_publish(stalled, others_commit_and_expire)
+    created = stalled.append(_rows(3))  # it read latest = 2 and tries snapshot-3, which expiration freed
+    assert created == 6
+    assert _ids(table) == [1, 2, 3, 10, 11, 12]  # every acknowledged append, once
+    sm = table.snapshot_manager
+    assert sm.list_ids() == [5, 6]  # the stale snapshot-3 was withdrawn
+    assert sm.latest_id() == 6
+    # Orphan removal works (it used to count the stale snapshot as live and call the table corrupt), and
+    # finds nothing: the withdrawn attempt deleted its own manifests.
+    assert remove_orphan_files(table, older_than=FAR_FUTURE, now_millis=FAR_FUTURE_MS).deleted == ()
+    assert _ids(table) == [1, 2, 3, 10, 11, 12]
+    table.append(_rows(4))
+    assert _ids(table) == [1, 2, 3, 4, 10, 11, 12]
+
+
+def test_a_publish_behind_a_rollback_is_retried(table: Table, tmp_path: Any) -> None:
+    for i in (1, 2, 3):
+        table.append(_rows(i))
+    stalled = Catalog.open(str(tmp_path / "warehouse")).get_table("db.t")
+    _pause_publish(stalled, lambda: rollback_to(table, snapshot_id=1))
+    assert stalled.append(_rows(9)) == 2  # built on 3, which the rollback removed: rebuilt on 1
+    assert _ids(table) == [1, 9]
+    assert table.snapshot_manager.list_ids() == [1, 2]
+
+
+def test_committing_the_same_messages_twice_is_recognised(table: Table) -> None:
+    writer = table.new_write()
+    writer.write(_rows(1, 2))
+    messages = writer.prepare_commit()
+    assert table.new_commit().commit(messages) == [1]
+    assert table.new_commit().commit(messages) == []  # a user retrying: already committed
+    committer = table.new_commit()
+    assert committer.commit(messages) == []
+    assert _ids(table) == [1, 2]
+    other = table.new_write()
+    other.write(_rows(3))
+    mixed = messages + other.prepare_commit()
+    with pytest.raises(CommitFilesError, match="live"):  # half committed: refused, nothing changes
+        table.new_commit().commit(mixed)
+    assert _ids(table) == [1, 2]
+    assert table.snapshot_manager.latest_id() == 1
+
+
+def test_new_files_that_no_longer_exist_are_refused(table: Table) -> None:
+    writer = table.new_write()
+    writer.write(_rows(1))
+    messages = writer.prepare_commit()
+    # deletes the uncommitted file
+    remove_orphan_files(table, older_than=FAR_FUTURE, now_millis=FAR_FUTURE_MS)
+    with pytest.raises(CommitFilesError, match="no longer exist"):
+        table.new_commit().commit(messages)
+    assert table.snapshot_manager.latest_id() is None
+
+
+def test_identifiers_of_one_user_must_grow_across_handles(table: Table) -> None:
+    def messages(*ids: int) -> Any:
+        writer = table.new_write()
+        writer.write(_rows(*ids))
+        return writer.prepare_commit()
+
+    old = table.new_commit("job")
+    assert old.commit(messages(1), 1) == [1]
+    new = table.new_commit("job")
+    assert new.commit(messages(2), 2) == [2]
+    with pytest.raises(CommitIdentifierError, match="not newer"):
+        old.commit(messages(3), 2)  # the older handle must not land a second identifier 2
+    with pytest.raises(CommitIdentifierError):
+        new.commit(messages(4), 1)
+    assert _ids(table) == [1, 2]
+
+
+def test_a_replay_whose_snapshot_expired_is_not_committed_twice(table: Table) -> None:
+    writer = table.new_write()
+    writer.write(_rows(1))
+    replayed = writer.prepare_commit()
+    assert table.new_commit("job").commit(replayed, 5) == [1]
+    for i in (2, 3, 4):
+        table.append(_rows(i))
+    expire_snapshots(table, retain_max=1, retain_min=1, older_than=FAR_FUTURE)
+    assert table.new_commit("job").commit(replayed, 5) == []  # its files are live: the same commit
+    assert _ids(table) == [1, 2, 3, 4]
+
+
+def test_reads_of_expired_snapshots_say_so(table: Table) -> None:
+    for i in (1, 2, 3):
+        table.append(_rows(i))
+    scan = table.scan(snapshot_id=1)
+    expire_snapshots(table, retain_max=1, retain_min=1, older_than=FAR_FUTURE)
+    with pytest.raises(SnapshotExpiredError, match="snapshot 1 has expired"):
+        scan.plan()
+    with pytest.raises(SnapshotExpiredError):
+        table.to_arrow(snapshot_id=2)
+
+
+def test_retries_are_counted(table: Table, tmp_path: Any) -> None:
+    stalled = Catalog.open(str(tmp_path / "warehouse")).get_table("db.t")
+    _pause_publish(stalled, lambda: table.append(_rows(1)))
+    committer = stalled.new_commit()
+    writer = stalled.new_write()
+    writer.write(_rows(2))
+    assert committer.commit(writer.prepare_commit()) == [2]
+    assert committer.last_attempts == {2: 2}
