@@ -334,12 +334,16 @@ class SnapshotManager:
     def latest_id(self) -> int | None:
         """The newest snapshot id, or None for a table without snapshots.
 
-        The LATEST hint L is trusted when ``snapshot-(L+1)`` does not exist (Java's rule); otherwise, or
-        when the hint is missing or unreadable, the directory listing decides.
+        The LATEST hint L is trusted when ``snapshot-(L+1)`` does not exist (Java's rule) and L is not below
+        EARLIEST; otherwise, or when the hint is missing or unreadable, the directory listing decides.
         """
         hint = self._read_hint(LATEST_HINT)
         if hint is not None and not self.snapshot_exists(hint + 1):
-            return hint
+            # Below EARLIEST the hint names an expired id, whose successor is missing because it expired
+            # too (or a file a stale publish left there): only the listing knows the latest then.
+            earliest = self.earliest_hint()
+            if earliest is None or hint >= earliest:
+                return hint
         ids = self.list_ids()
         return ids[-1] if ids else None
 
@@ -486,9 +490,12 @@ class SnapshotManager:
         self._advance_hint(EARLIEST_HINT, snapshot_id)
 
     def _advance_hint(self, name: str, snapshot_id: int) -> None:
-        current = self._read_hint(name)
-        if current is None or current < snapshot_id:
-            self._write_hint(name, snapshot_id)
+        # Read, compare, write, and check again: a writer that read an older value may have overwritten a
+        # newer one meanwhile. Not atomic, so readers still verify hints; this keeps the window small.
+        for _ in range(_HINT_WRITE_ATTEMPTS):
+            current = self._read_hint(name)
+            if (current is not None and current >= snapshot_id) or not self._write_hint(name, snapshot_id):
+                return
 
     def expired_error(
         self, snapshot_id: int, detail: str = "", retention: str = ""
@@ -507,13 +514,14 @@ class SnapshotManager:
             return None
         return SnapshotExpiredError(snapshot_id, self.earliest_id(), retention, detail)
 
-    def _write_hint(self, name: str, snapshot_id: int) -> None:
+    def _write_hint(self, name: str, snapshot_id: int) -> bool:
         """Overwrite a hint file (decimal id, no newline); failures are logged, never raised."""
         path = self.hint_path(name)
         for attempt in range(1, _HINT_WRITE_ATTEMPTS + 1):
             try:
                 self.storage.write_bytes(path, str(snapshot_id).encode("ascii"), overwrite=True)
-                return
+                return True
             except Exception as exc:  # a hint is an optimization; readers verify it
                 if attempt == _HINT_WRITE_ATTEMPTS:
                     logger.warning("could not write snapshot hint %s=%s: %s", path, snapshot_id, exc)
+        return False

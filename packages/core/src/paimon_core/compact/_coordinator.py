@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING
 
 from paimon_core import options as opts
 from paimon_core.compact._task import CompactTask
-from paimon_core.errors import SnapshotNotFoundError
+from paimon_core.errors import CorruptMetadataError, SnapshotExpiredError, SnapshotNotFoundError
 from paimon_core.manifest import DataFileMeta, FileKind, ManifestEntry
-from paimon_core.table._scan import live_entries, manifest_metas, read_entries
+from paimon_core.table._scan import explain_missing, live_entries, manifest_metas, read_entries
 
 if TYPE_CHECKING:
     from paimon_core.predicate import Predicate
@@ -224,9 +224,17 @@ class TableCoordinator:
                 )
                 self.restart()
                 return self.scan()
-            delta = read_entries(
-                self.table, manifest_metas(self.table, snapshot, delta_only=True), self.predicate
-            )
+            try:
+                delta = read_entries(
+                    self.table, manifest_metas(self.table, snapshot, delta_only=True), self.predicate
+                )
+            except CorruptMetadataError as exc:
+                if not isinstance(explain_missing(self.table, snapshot_id, exc), SnapshotExpiredError):
+                    raise
+                logger.info("snapshot %s expired while the compaction coordinator read it; rescanning",
+                            snapshot_id)  # fmt: skip
+                self.restart()
+                return self.scan()
             self._feed(delta)
             self.snapshot_id = snapshot_id
         return True

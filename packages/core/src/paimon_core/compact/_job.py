@@ -30,9 +30,12 @@ from paimon_core.compact._sort import SortCompactTask, check_sort_columns
 from paimon_core.compact._task import CompactTask
 from paimon_core.errors import (
     CommitConflictError,
+    CommitFilesError,
     CommitRetriesExhaustedError,
     CommitStateUnknownError,
     ConfigError,
+    PaimonError,
+    SnapshotExpiredError,
 )
 from paimon_core.manifest import DataFileMeta, FileIdentifier, ManifestEntry
 from paimon_core.table._commit import TableCommit
@@ -290,6 +293,10 @@ class CompactJob:
                     return [], True
                 pending = still
                 continue
+            except CommitFilesError as exc:  # outputs deleted meanwhile (orphan removal): start over
+                logger.warning("compaction of %s cannot commit its outputs (%s); re-planning",
+                               self.table.identifier, exc)  # fmt: skip
+                return [], True  # what is left of the outputs is for orphan removal
             except CommitRetriesExhaustedError:
                 logger.warning("compaction of %s kept losing the race for a snapshot id; re-planning",
                                self.table.identifier)  # fmt: skip
@@ -314,16 +321,29 @@ class CompactJob:
             self.summary.written_bytes += sum(f.file_size for f in message.compact_after)
 
     def run_round(self) -> _Round:
-        """Plan, run, commit once."""
+        """Plan, run, commit once. A round whose snapshot or input files expired meanwhile re-plans."""
         result = _Round()
-        tasks = self.plan()
+        try:
+            tasks = self.plan()
+        except SnapshotExpiredError as exc:
+            logger.info("compaction of %s planned on an expiring snapshot; re-planning: %s",
+                        self.table.identifier, exc)  # fmt: skip
+            tasks, result.conflicted = [], True
         result.planned = bool(tasks)
         result.tasks = len(tasks)
         self.summary.rounds += 1
-        if not tasks:
-            return result
-        messages = self.execute(tasks)
-        result.snapshots, result.conflicted = self.commit(messages)
+        if tasks:
+            try:
+                messages = self.execute(tasks)
+            except (PaimonError, OSError):
+                if not self._inputs_gone(tasks):
+                    raise
+                logger.info("inputs of a compaction of %s were compacted and expired meanwhile; re-planning",
+                            self.table.identifier)  # fmt: skip
+                messages = []
+                result.conflicted = True
+            if messages:
+                result.snapshots, result.conflicted = self.commit(messages)
         self.summary.snapshots.extend(result.snapshots)
         if result.conflicted:
             self.summary.replans += 1
@@ -331,6 +351,11 @@ class CompactJob:
                 self.coordinator.restart()
             self._last_planned_snapshot = None
         return result
+
+    def _inputs_gone(self, tasks: Sequence[CompactionTask]) -> bool:
+        """Whether some input file of the tasks is no longer live (another compaction or an overwrite won)."""
+        live = {e.file.file_name for e in live_entries(self.table, self.table.latest_snapshot())}
+        return any(f.file_name not in live for task in tasks for f in task.files)
 
     def live_totals(self) -> tuple[int, int]:
         """(file count, bytes) of the live files of the chosen partitions."""

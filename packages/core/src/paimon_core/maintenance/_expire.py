@@ -10,11 +10,15 @@ deleting snapshot still uses it (a file's life is an interval, so the nearest ta
 Manifests work the same way: one used by an expired snapshot and by any later snapshot or tag is also used
 by ``end`` or by a tag of the range, which are the only ones read to keep them.
 
-Order, as Java: data files, then manifests, then manifest lists, then the snapshot files (ascending), then
-``EARLIEST``. Every file deleted is unreachable from snapshots ``>= end`` and from tags, so a run that dies
-midway leaves only expired snapshots incomplete, and the next run, whose range still holds them, deletes what
-is left (missing files are skipped). Snapshots ``>= end``, such as a concurrent commit's, are never touched,
-and the files they add never appear in the deltas read here.
+Order: ``EARLIEST`` (only ever moved forward), then data files, manifests, manifest lists, and last the
+snapshot files in ascending order (Java writes ``EARLIEST`` last). Writing it first tells readers and writers
+that meet a missing file of ``[begin, end)`` that the snapshot expired rather than that the table is corrupt;
+the ascending deletion of snapshot files is what lets a committer detect a publish into a freed id
+(docs/commit-protocol.md). Every file deleted is unreachable from snapshots ``>= end`` and from tags, so a run
+that dies midway leaves expired snapshots incomplete below ``EARLIEST``: a run that died before the hint is
+finished by the next one, whose range still holds them (missing files are skipped); what one that died after
+it left is unreachable, and ``remove_orphan_files`` removes it. Snapshots ``>= end``, such as a concurrent
+commit's, are never touched, and the files they add never appear in the deltas read here.
 
 Index manifests and index files are left in place (this implementation cannot read index manifests);
 ``remove_orphan_files`` removes them once no snapshot or tag uses them.
@@ -158,6 +162,9 @@ def _expire_until(table: Table, begin: int, end: int) -> int:
         return 0
     kept, expired = snapshots[-1], snapshots[:-1]
     tags = TagManager(table.storage, table.path).tagged_snapshots()
+    # EARLIEST first: from here on, readers and writers that find a file of [begin, end) missing are told
+    # the snapshot expired (SnapshotExpiredError), not that the table is corrupt.
+    sm.advance_earliest_hint(end)
 
     # 1. data files deleted by the deltas of (begin, end], and changelog files of expired snapshots
     doomed = _data_files_to_delete(table, [s for s in snapshots if s.id > begin], tags)
@@ -173,7 +180,6 @@ def _expire_until(table: Table, begin: int, end: int) -> int:
     # 3. the snapshot files, oldest first, so the ids left stay contiguous
     for snapshot in expired:
         table.storage.delete(sm.snapshot_path(snapshot.id))
-    sm.advance_earliest_hint(end)  # never backwards: a concurrent run may have gone further
     logger.info("expired snapshots [%s, %s) of %s", begin, end, table.identifier)
     return len(expired)
 

@@ -2,7 +2,7 @@
 
 Used set: every snapshot still present and every tag (of the table and of its branches). Candidates: the
 files of ``manifest/``, the files of every ``bucket-*`` directory of the partition tree, and stray files in
-``snapshot/`` (not ``snapshot-N`` or a hint). A candidate goes when it is unused and older than
+``snapshot/`` (not a hint or a retained ``snapshot-N``). A candidate goes when it is unused and older than
 ``older_than`` (default: a day ago), so files of writes still in progress are never touched. Anything that
 cannot be read while building the used set aborts the run before a single deletion.
 """
@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from paimon_core.errors import ConfigError
+from paimon_core.errors import ConfigError, CorruptMetadataError
 from paimon_core.maintenance._reach import Reach, reach, to_millis
 from paimon_core.snapshot import Snapshot, SnapshotManager
 from paimon_core.storage import FileInfo, join_path
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["OrphanCleanResult", "remove_orphan_files"]
 
 _DAY_MS = 86_400_000
+_SCAN_ROUNDS = 3
 _HINTS = ("EARLIEST", "LATEST")
 
 
@@ -79,11 +80,27 @@ def _roots(table: Table) -> list[str]:
 
 
 def _used(table: Table) -> Reach:
+    """What the retained snapshots and the tags use. A snapshot that expires during the scan takes its
+    files with it: the scan starts over without it (a few times), and only a file missing from a snapshot
+    that is still retained means the table is corrupt."""
+    for _ in range(_SCAN_ROUNDS - 1):
+        try:
+            return reach(table, _live_roots(table))
+        except CorruptMetadataError:
+            continue  # probably a snapshot expired under us: list the roots again
+    return reach(table, _live_roots(table))
+
+
+def _live_roots(table: Table) -> list[Snapshot]:
+    """Retained snapshots (from EARLIEST on: files below it are expired, or stale publishes that lost to
+    expiration) and tags, of the table and its branches."""
     snapshots: list[Snapshot] = []
     for root in _roots(table):
-        snapshots += SnapshotManager(table.storage, root).snapshots()
+        manager = SnapshotManager(table.storage, root)
+        earliest = manager.earliest_id()
+        snapshots += [s for s in manager.snapshots() if earliest is None or s.id >= earliest]
         snapshots += [t.snapshot for t in TagManager(table.storage, root).tags()]
-    return reach(table, snapshots)
+    return snapshots
 
 
 def _is_used(info: FileInfo, in_manifest_dir: bool, used: Reach) -> bool:
@@ -98,15 +115,26 @@ def _candidates(table: Table) -> list[tuple[FileInfo, bool]]:
     with contextlib.suppress(FileNotFoundError):
         manifest_dir = table.manifest_context.manifest_dir
         found += [(i, True) for i in storage.list_dir(manifest_dir) if not i.is_dir]
+    earliest = table.snapshot_manager.earliest_id()
     with contextlib.suppress(FileNotFoundError):
         for info in storage.list_dir(join_path(table.path, "snapshot")):
-            stray = not info.name.startswith("snapshot-") and info.name not in _HINTS
-            if not info.is_dir and stray:
+            if not info.is_dir and _stray_in_snapshot_dir(info.name, earliest):
                 found.append((info, False))
     for bucket_dir in _bucket_dirs(table):
         with contextlib.suppress(FileNotFoundError):
             found += [(i, False) for i in storage.list_dir(bucket_dir) if not i.is_dir]
     return found
+
+
+def _stray_in_snapshot_dir(name: str, earliest: int | None) -> bool:
+    """Anything but hints and retained snapshots: temporary files, and snapshot files below EARLIEST left
+    by a committer that died before withdrawing a publish that lost to expiration."""
+    if name in _HINTS:
+        return False
+    suffix = name[len("snapshot-") :] if name.startswith("snapshot-") else ""
+    if not suffix.isdigit():
+        return True
+    return earliest is not None and int(suffix) < earliest
 
 
 def _bucket_dirs(table: Table) -> list[str]:

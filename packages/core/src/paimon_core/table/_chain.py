@@ -13,6 +13,7 @@ argument. It relies on two properties of this project's expiration and rollback:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = ["follows_chain"]
 
+_PAUSES = (0.01, 0.05, 0.2, 0.5)  # seconds between looks when the answer is not clear yet
+
 
 def follows_chain(
     table: Table, published: Snapshot, base: Snapshot | None, entries: Sequence[ManifestEntry]
@@ -36,13 +39,28 @@ def follows_chain(
         True when it is (it was the newest snapshot when created), False when it is a stale publish that
         no later snapshot builds on, None when that cannot be told (the table moved on too far meanwhile).
     """
+    for pause in _PAUSES:
+        verdict = _follows_chain(table, published, base, entries)
+        if verdict is not None:
+            return verdict
+        # Files vanished while we looked: an expiration is running. Once its deletions are done, the
+        # ascending order of snapshot deletions usually decides.
+        time.sleep(pause)
+    return _follows_chain(table, published, base, entries)
+
+
+def _follows_chain(
+    table: Table, published: Snapshot, base: Snapshot | None, entries: Sequence[ManifestEntry]
+) -> bool | None:
     sm = table.snapshot_manager
     try:
         if base is not None:
             current = sm.try_snapshot(base.id)
-            if current is not None:
+            earliest = sm.earliest_hint()
+            if current is not None and (earliest is None or base.id >= earliest):
                 # Our base still stands: had the real N existed, expiration would have removed the base
-                # first. A different snapshot under the base's id means a rollback replaced it.
+                # first. A different snapshot under the base's id means a rollback replaced it. (Below
+                # EARLIEST the base is expiring, or is itself a stale file: the checks below decide.)
                 return current == base
         ids = sm.list_ids()
         if not any(i > published.id for i in ids):
