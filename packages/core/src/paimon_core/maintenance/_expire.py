@@ -10,15 +10,16 @@ deleting snapshot still uses it (a file's life is an interval, so the nearest ta
 Manifests work the same way: one used by an expired snapshot and by any later snapshot or tag is also used
 by ``end`` or by a tag of the range, which are the only ones read to keep them.
 
-Order: ``EARLIEST`` (only ever moved forward), then data files, manifests, manifest lists, and last the
-snapshot files in ascending order (Java writes ``EARLIEST`` last). Writing it first tells readers and writers
-that meet a missing file of ``[begin, end)`` that the snapshot expired rather than that the table is corrupt;
-the ascending deletion of snapshot files is what lets a committer detect a publish into a freed id
-(docs/commit-protocol.md). Every file deleted is unreachable from snapshots ``>= end`` and from tags, so a run
-that dies midway leaves expired snapshots incomplete below ``EARLIEST``: a run that died before the hint is
-finished by the next one, whose range still holds them (missing files are skipped); what one that died after
-it left is unreachable, and ``remove_orphan_files`` removes it. Snapshots ``>= end``, such as a concurrent
-commit's, are never touched, and the files they add never appear in the deltas read here.
+Order: first decide what goes (reading the deltas and lists while they are all there), then move
+``EARLIEST`` forward to ``end``, then delete the snapshot files in ascending order, then data files,
+manifests and manifest lists. Java writes ``EARLIEST`` last and deletes snapshot files after their files.
+Here no snapshot is deleted before ``EARLIEST`` has moved above it, nor while an older snapshot file
+remains (each run deletes every snapshot file below its ``end``, oldest first): a reader or writer that
+meets a missing file of an expiring snapshot is told the snapshot expired (not that the table is corrupt),
+a concurrent run starts from ``end`` and never re-reads this range, and a committer can detect a publish
+into a freed id (docs/commit-protocol.md). A run that dies midway leaves only files that no retained snapshot or tag
+reaches; ``remove_orphan_files`` removes them. Snapshots ``>= end``, such as a concurrent commit's, are
+never touched, and no file that ``end`` uses is deleted.
 
 Index manifests and index files are left in place (this implementation cannot read index manifests);
 ``remove_orphan_files`` removes them once no snapshot or tag uses them.
@@ -27,6 +28,7 @@ Index manifests and index files are left in place (this implementation cannot re
 from __future__ import annotations
 
 import bisect
+import contextlib
 import datetime as dt
 import logging
 import time
@@ -162,26 +164,37 @@ def _expire_until(table: Table, begin: int, end: int) -> int:
         return 0
     kept, expired = snapshots[-1], snapshots[:-1]
     tags = TagManager(table.storage, table.path).tagged_snapshots()
-    # EARLIEST first: from here on, readers and writers that find a file of [begin, end) missing are told
-    # the snapshot expired (SnapshotExpiredError), not that the table is corrupt.
-    sm.advance_earliest_hint(end)
 
-    # 1. data files deleted by the deltas of (begin, end], and changelog files of expired snapshots
+    # What goes is decided while every file is still there: data files deleted by the deltas of
+    # (begin, end] and changelog files of expired snapshots, never one that `end` still uses (a delta in
+    # the range could belong to a stale publish that lost to expiration); metadata that neither `end` nor a
+    # tag of the range uses.
     doomed = _data_files_to_delete(table, [s for s in snapshots if s.id > begin], tags)
     for snapshot in expired:
         if snapshot.changelog_manifest_list:
             doomed.update(_changelog_files(table, snapshot))
+    doomed -= _paths_used_by(table, kept)
+    metadata = _unused_metadata_paths(table, expired, [*_tags_sharing_metadata(tags, begin, end), kept])
+
+    # 1. EARLIEST, then every snapshot file below `end`, oldest first: no snapshot is deleted before
+    # EARLIEST has moved above it, nor while an older one remains, which is what lets a committer tell a
+    # publish into a freed id (docs/commit-protocol.md, E1)
+    sm.advance_earliest_hint(end)
+    below = sorted({s.id for s in expired} | {i for i in sm.list_ids() if i < end})
+    for snapshot_id in below:  # also what a concurrent run has not deleted yet, and stale publishes
+        with contextlib.suppress(FileNotFoundError):
+            table.storage.delete(sm.snapshot_path(snapshot_id))
+    # 2. the files only expired snapshots used: readers that still hold one get SnapshotExpiredError
     _delete_data_files(table, doomed)
-
-    # 2. metadata that neither `end` nor a tag of the range uses: manifests first, their lists last, so
-    # an interrupted run finds the remaining manifests through the lists again
-    _delete_unused_metadata(table, expired, [*_tags_sharing_metadata(tags, begin, end), kept])
-
-    # 3. the snapshot files, oldest first, so the ids left stay contiguous
-    for snapshot in expired:
-        table.storage.delete(sm.snapshot_path(snapshot.id))
+    for paths, what in metadata:  # manifests, then lists, then statistics files
+        _delete_all(table, paths, what)
     logger.info("expired snapshots [%s, %s) of %s", begin, end, table.identifier)
     return len(expired)
+
+
+def _paths_used_by(table: Table, snapshot: Snapshot) -> set[str]:
+    """Every data file path the snapshot uses (through the handle's live-file index: usually incremental)."""
+    return {path for entry in table.live_files.at(snapshot).values() for path in entry_paths(table, entry)}
 
 
 def clean_after_last_tag(table: Table, snapshot: Snapshot, other_tags: list[Snapshot]) -> None:
@@ -229,13 +242,24 @@ def _delete_data_files(table: Table, paths: set[str]) -> None:
 def _delete_unused_metadata(table: Table, gone: list[Snapshot], kept: list[Snapshot]) -> None:
     """The manifests, then manifest lists and statistics files, of ``gone`` that no snapshot of ``kept``
     uses; nothing when a list of ``kept`` cannot be read."""
+    for paths, what in _unused_metadata_paths(table, gone, kept):
+        _delete_all(table, paths, what)
+
+
+def _unused_metadata_paths(
+    table: Table, gone: list[Snapshot], kept: list[Snapshot]
+) -> list[tuple[set[str], str]]:
+    """(paths, what) of the metadata of ``gone`` that ``kept`` does not use, in deletion order: manifests,
+    manifest lists, statistics files. Empty when a list of ``kept`` cannot be read."""
     keep = _metadata_in_use(table, kept)
     if keep is None:
-        return
+        return []
     manifests, lists, statistics = _unused_metadata(table, gone, keep)
-    _delete_all(table, {table.manifest_path(m) for m in manifests}, "manifest")
-    _delete_all(table, {table.manifest_path(m) for m in lists}, "manifest list")
-    _delete_all(table, {join_path(table.path, "statistics", s) for s in statistics}, "statistics file")
+    return [
+        ({table.manifest_path(m) for m in manifests}, "manifest"),
+        ({table.manifest_path(m) for m in lists}, "manifest list"),
+        ({join_path(table.path, "statistics", s) for s in statistics}, "statistics file"),
+    ]
 
 
 def _data_files_to_delete(table: Table, snapshots: list[Snapshot], tags: list[Snapshot]) -> set[str]:

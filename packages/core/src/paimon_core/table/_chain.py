@@ -6,13 +6,16 @@ after the real ``N`` was published, built upon and expired: its create succeeds,
 on it. :func:`follows_chain` tells the two apart right after the publish; docs/commit-protocol.md gives the
 argument. It relies on two properties of this project's expiration and rollback:
 
-* expiration deletes snapshot files in ascending id order and never the latest one, so once the real ``N``
-  is gone its predecessor is gone too, and some snapshot newer than ``N`` exists for ever after;
+* expiration moves ``EARLIEST`` (only ever forward) above a snapshot before it deletes it, never deletes a
+  snapshot while an older one remains, and never deletes the latest one: once the real ``N`` is gone,
+  ``EARLIEST`` is above ``N``, its predecessor is gone, and some snapshot newer than ``N`` exists for ever
+  after;
 * a rollback sweeps every snapshot above its target, so nothing stays above the hole it makes.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -26,6 +29,8 @@ if TYPE_CHECKING:
     from paimon_core.table._table import Table
 
 __all__ = ["follows_chain"]
+
+logger = logging.getLogger(__name__)
 
 _PAUSES = (0.01, 0.05, 0.2, 0.5)  # seconds between looks when the answer is not clear yet
 
@@ -58,23 +63,38 @@ def _follows_chain(
             current = sm.try_snapshot(base.id)
             earliest = sm.earliest_hint()
             if current is not None and (earliest is None or base.id >= earliest):
-                # Our base still stands: had the real N existed, expiration would have removed the base
-                # first. A different snapshot under the base's id means a rollback replaced it. (Below
+                # Our base stands at or above EARLIEST: had the real N been deleted, EARLIEST would be above
+                # it. A different snapshot under the base's id means a rollback replaced it. (Below
                 # EARLIEST the base is expiring, or is itself a stale file: the checks below decide.)
+                logger.debug(
+                    "snapshot %s: base %s still there (same: %s)", published.id, base.id, current == base
+                )
                 return current == base
         ids = sm.list_ids()
         if not any(i > published.id for i in ids):
             # Nothing above: a stale publish always has a newer snapshot above it. What remains below,
             # from EARLIEST on, is a rollback target that our base was removed from.
             earliest = sm.earliest_hint()
+            logger.debug("snapshot %s: nothing above; ids %s, EARLIEST %s", published.id, ids, earliest)
             return not any(i < published.id and (earliest is None or i >= earliest) for i in ids)
+        added = [e.identifier() for e in entries if e.kind == FileKind.ADD]
+        if added and added[0] in table.live_files.at(sm.latest()):
+            return True  # our new files are live: a snapshot was built on ours (no one else adds them)
         successor = sm.try_snapshot(published.id + 1)
         if successor is None:
-            # Expiration deletes in ascending order: had our snapshot been built upon and expired with
-            # its successor, our file would be gone as well.
-            return sm.try_snapshot(published.id) is None
-        return _successor_saw(table, successor, entries)
-    except (CorruptMetadataError, OSError):
+            # No snapshot is deleted while an older one remains: had ours been built upon and expired with
+            # its successor, it would be gone first. Gone, it may also have been a stale file swept away
+            # by an expiration: that cannot be told.
+            mine = sm.try_snapshot(published.id)
+            logger.debug(
+                "snapshot %s: successor gone, ours %s", published.id, "gone" if mine is None else "there"
+            )
+            return False if mine is not None else None
+        saw = _successor_saw(table, successor, entries)
+        logger.debug("snapshot %s: successor built on it: %s", published.id, saw)
+        return saw
+    except (CorruptMetadataError, OSError) as exc:
+        logger.debug("snapshot %s: cannot tell yet: %s", published.id, exc)
         return None
 
 

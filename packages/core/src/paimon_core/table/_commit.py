@@ -527,19 +527,28 @@ class TableCommit:
             attempt_no, self.table.path, latest.id if latest else 0, snapshot.id, attempt.kind.value,
         )  # fmt: skip
         published = _Published(snapshot, latest, attempt.entries)
+        earliest = sm.earliest_hint()
+        if latest is not None and earliest is not None and latest.id < earliest:
+            # Expiration took our base meanwhile, and maybe the id we are about to take: start over.
+            self._delete(written.attempt)
+            return None
         try:
             created = self._publish(snapshot)
         except LockAcquireTimeoutError:
             raise  # nothing was published: the outcome is known
         except Exception as exc:  # anything but "exists": the store may hold the snapshot or not
             logger.warning("publishing snapshot %s had an unknown outcome: %s", snapshot.id, exc)
+            written.delta = None  # a snapshot may reference it: the next attempt writes its own
             return published
         if not created:
             self._delete(written.attempt)
             return None
         if self._verify(published):
             return _Landed(published)
-        self._delete(written.attempt)
+        # Withdrawn: while it stood, an expiration may have taken it for an expired snapshot and deleted
+        # its files, the delta included. The next attempt writes everything anew.
+        self._delete([*written.attempt, *written.delta_paths(self.table)])
+        written.delta = None
         return None
 
     def _verify(self, published: _Published) -> bool:
