@@ -13,6 +13,7 @@ from paimon_core import Catalog
 from paimon_core.errors import (
     CommitFilesError,
     CommitIdentifierError,
+    CorruptMetadataError,
     SnapshotExpiredError,
 )
 from paimon_core.maintenance import expire_snapshots, remove_orphan_files, rollback_to
@@ -165,3 +166,18 @@ def test_retries_are_counted(table: Table, tmp_path: Any) -> None:
     writer.write(_rows(2))
     assert committer.commit(writer.prepare_commit()) == [2]
     assert committer.last_attempts == {2: 2}
+
+
+def test_appends_on_an_unreadable_latest_snapshot_are_refused(table: Table, tmp_path: Any) -> None:
+    table.append(_rows(1))
+    table.append(_rows(2))
+    (manifest,) = [
+        m
+        for m in (tmp_path / "warehouse" / "db.db" / "t" / "manifest").iterdir()
+        if m.name.startswith("manifest-") and not m.name.startswith("manifest-list-")
+    ][:1]
+    manifest.unlink()
+    fresh = Catalog.open(str(tmp_path / "warehouse")).get_table("db.t")
+    with pytest.raises(CorruptMetadataError, match="is missing"):
+        fresh.append(_rows(3))
+    assert fresh.snapshot_manager.latest_id() == 2
