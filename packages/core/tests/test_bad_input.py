@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from paimon_core import Catalog, ConfigError, CorruptMetadataError, SchemaError
-from paimon_core.errors import PaimonError
+from paimon_core.errors import DataFileError, PaimonError
 
 SCHEMA = pa.schema([pa.field("k", pa.string()), pa.field("v", pa.int64())])
 
@@ -69,9 +69,25 @@ def test_missing_data_file_is_a_typed_error(catalog: Catalog, warehouse: str) ->
     table.append(_rows(3))
     (data_file,) = (_table_dir(warehouse) / "bucket-0").glob("data-*.parquet")
     os.remove(data_file)
-    with pytest.raises(CorruptMetadataError) as info:
+    with pytest.raises(DataFileError) as info:
         table.to_arrow()
     assert data_file.name in str(info.value)
+    assert info.value.path is not None and info.value.path.endswith(data_file.name)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage"])
+def test_unreadable_data_file_is_a_typed_error_naming_it(
+    catalog: Catalog, warehouse: str, damage: str
+) -> None:
+    table = catalog.create_table("db.t", SCHEMA)
+    table.append(_rows(100))
+    (data_file,) = (_table_dir(warehouse) / "bucket-0").glob("data-*.parquet")
+    content = data_file.read_bytes()
+    data_file.write_bytes(content[: len(content) // 2] if damage == "truncate" else b"not parquet" * 50)
+    for read in (table.to_arrow, lambda: list(table.to_batches())):
+        with pytest.raises(DataFileError) as info:
+            read()
+        assert data_file.name in str(info.value)
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from paimon_core import Catalog
 from paimon_core.errors import (
     CommitFilesError,
     CommitIdentifierError,
+    CommitStateUnknownError,
     CorruptMetadataError,
     SnapshotExpiredError,
 )
@@ -181,3 +182,45 @@ def test_appends_on_an_unreadable_latest_snapshot_are_refused(table: Table, tmp_
     with pytest.raises(CorruptMetadataError, match="is missing"):
         fresh.append(_rows(3))
     assert fresh.snapshot_manager.latest_id() == 2
+
+
+def test_a_read_whose_files_expire_midway_says_the_snapshot_expired(table: Table) -> None:
+    table.append(_rows(1))
+    table.append(_rows(2))
+    splits = table.scan(snapshot_id=2).plan()
+    table.overwrite(_rows(3))  # the files of snapshot 2 are no longer live ...
+    table.append(_rows(4))
+    expire_snapshots(table, retain_max=1, retain_min=1, older_than=FAR_FUTURE)  # ... and now deleted
+    with pytest.raises(SnapshotExpiredError, match="snapshot 2 has expired") as info:
+        table.new_read().to_arrow(splits)
+    assert "data-" in str(info.value)  # the missing file is named
+
+
+def test_a_replayed_overwrite_without_files_is_refused_when_its_history_expired(table: Table) -> None:
+    table.append(_rows(1))
+    empty = table.new_write().prepare_commit()
+    assert table.new_commit("job").overwrite(empty, commit_identifier=7) == [2]  # truncates
+    table.append(_rows(2))
+    expire_snapshots(table, retain_max=1, retain_min=1, older_than=FAR_FUTURE)
+    # A restarted job replays identifier 7: it adds no files to recognise it by, and truncating again would
+    # drop row 2, acknowledged after it.
+    with pytest.raises(CommitStateUnknownError, match="cannot be told"):
+        table.new_commit("job").overwrite(empty, commit_identifier=7)
+    assert _ids(table) == [2]
+    assert table.new_commit("job").overwrite(empty) == [4]  # the batch identifier is the way out
+    assert _ids(table) == []
+
+
+def test_a_replay_compacted_away_after_its_snapshot_expired_is_not_committed_twice(table: Table) -> None:
+    from paimon_core.compact import compact_table
+
+    writer = table.new_write()
+    writer.write(_rows(1))
+    replayed = writer.prepare_commit()
+    assert table.new_commit("job").commit(replayed, 3) == [1]
+    table.append(_rows(2))
+    expire_snapshots(table, retain_max=1, retain_min=1, older_than=FAR_FUTURE)  # the job's snapshot is gone
+    compact_table(table.copy({"compaction.min.file-num": "2"}))  # its file is replaced, not yet deleted
+    assert table.latest_snapshot().commit_kind.value == "COMPACT"  # type: ignore[union-attr]
+    assert table.new_commit("job").commit(replayed, 3) == []  # a restarted job replays identifier 3
+    assert _ids(table) == [1, 2]

@@ -267,9 +267,9 @@ def test_batch_reader_opens_files_lazily(
     opened: list[str] = []
     real_open = TableRead._open
 
-    def counting_open(self: TableRead, path: str) -> Any:
+    def counting_open(self: TableRead, split: Any, path: str) -> Any:
         opened.append(path)
-        return real_open(self, path)
+        return real_open(self, split, path)
 
     monkeypatch.setattr(TableRead, "_open", counting_open)
     reader = table.to_batches()

@@ -5,19 +5,25 @@ each runs jobs one at a time: append rows, overwrite one partition, overwrite th
 A job goes ``begin`` → ``write`` → ``prepare`` → ``commit``; Hypothesis interleaves the steps of different
 actors, retries commits with the same identifier (with the same committer, or a restarted one), crashes
 actors between steps, aborts failed jobs, commits one actor *inside* another's publish
-(``commit_racing``: the rival's snapshot takes the id the first one was about to create), and arms storage
-faults (:mod:`paimon_testing.faults`) that fire on the next matching call: errors before or after a write
-reached the store, ambiguous timeouts, crashes between the data files and the snapshot.
+(``commit_racing``: the rival's snapshot takes the id the first one was about to create), pauses one actor
+inside its publish while the others commit and expiration keeps a single snapshot (``commit_paused``: the id
+it is about to take was published and deleted meanwhile), runs maintenance (``maintain``: snapshot expiration
+with tiny retention, a rollback to a retained snapshot, orphan file removal, also with a minimum age of
+zero that deletes the files of uncommitted jobs), and arms storage faults (:mod:`paimon_testing.faults`) that
+fire on the next matching call: errors before or after a write reached the store, ambiguous timeouts, crashes
+between the data files and the snapshot.
 
 After every step the table is checked against :class:`TableModel`, through an undisturbed view of the
 storage:
 
-- snapshot ids are dense, and every snapshot is a commit some actor made (user, identifier, kind), once;
-- every commit reported as landed is in the table, and every new snapshot is readable;
+- the retained snapshot ids are dense, and every snapshot is a commit some actor made (user, identifier,
+  kind), once;
+- every commit reported as landed is in the table (unless rolled back), and every new snapshot is readable
+  (or says it expired);
 - what each snapshot reads equals the model's content at that snapshot (nothing lost, nothing duplicated),
   and its ``totalRecordCount`` agrees;
 - a commit retried with the same identifier lands once (a retry of a landed commit creates nothing);
-- a failed commit leaves only orphan files: every data file any snapshot references still exists.
+- a failed commit leaves only orphan files: every data file a retained snapshot references still exists.
 
 Running it::
 
@@ -36,11 +42,12 @@ Extending it: subclass and override :meth:`ConcurrentCommits.make_warehouse` for
 (:class:`LocalConcurrentCommits` uses a local temporary directory), :meth:`ConcurrentCommits.make_compactor`
 to drive another compactor (the default is the real one, :class:`JobCompactor`; :class:`RewriteCompactor`
 rewrites with the public API only), and :meth:`ConcurrentCommits.make_expirer`
-to add an actor expiring snapshots (none exists yet, so the rule stays disabled).
+to expire another way (None disables expiration).
 """
 
 from __future__ import annotations
 
+import datetime
 import shutil
 import tempfile
 import uuid
@@ -55,7 +62,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from paimon_core import Catalog
-from paimon_core.errors import CommitError, CommitStateUnknownError
+from paimon_core.errors import CommitError, CommitStateUnknownError, PaimonError, SnapshotExpiredError
 from paimon_core.snapshot import CommitKind, Snapshot
 from paimon_core.storage import clear_memory_store
 from paimon_core.table import CommitMessage, DataSplit, Table, TableCommit, TableRead, TableWrite
@@ -119,6 +126,9 @@ _TARGETS: dict[str, tuple[frozenset[str], str | None]] = {
     "data-delete": (frozenset({"delete"}), DATA),
 }
 _MAX_ARMED = 2
+# Weighted by repetition: expiration is the maintenance that races commits most.
+_MAINTENANCE = ("expire-1", "expire-2", "expire-1", "rollback", "orphans", "orphans-now")
+_FAR_FUTURE = datetime.datetime(2999, 1, 1)
 
 
 # --- the model ----------------------------------------------------------------------------------------------
@@ -245,7 +255,7 @@ class Compactor(Protocol):
 class Expirer(Protocol):
     """Expires snapshots; the machine then checks only the retained ones (see ``make_expirer``)."""
 
-    def expire(self) -> None: ...
+    def expire(self, retain: int | None = None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -310,6 +320,20 @@ class RewriteCompactor:
         ]
 
 
+class RetentionExpirer:
+    """Expires with tiny retention (keep 1 or 2 snapshots, any age) through the table's storage."""
+
+    def __init__(self, table: Table, retain: int = 2) -> None:
+        self.table = table
+        self.retain = retain
+
+    def expire(self, retain: int | None = None) -> None:
+        from paimon_core.maintenance import expire_snapshots
+
+        keep = retain or self.retain
+        expire_snapshots(self.table, retain_max=keep, retain_min=1, older_than=_FAR_FUTURE)
+
+
 class JobCompactor:
     """The real compactor of ``paimon_core.compact``: the job's planner (the unaware-bucket coordinator, or
     per-bucket planning) and its rewrite tasks. Two small files are enough to compact here, so that short runs
@@ -341,7 +365,7 @@ class _Job:
     plan: object | None = None
     rows: list[Row] = field(default_factory=list)
     messages: list[CommitMessage] | None = None
-    phase: str = "writing"  # writing, prepared, landed, unknown, failed, aborted
+    phase: str = "writing"  # writing, prepared, landed, unknown, failed, aborted, rolled-back
     crashed: bool = False
 
     def change(self, user: str) -> Change:
@@ -388,7 +412,6 @@ class ConcurrentCommits(RuleBasedStateMachine):
         self.table = Table(clean.path, FaultyStorage(clean.storage, self.plan), clean.schema, "db.t")
         self.compactor = self.make_compactor(self.table)
         self.expirer = self.make_expirer(self.table)
-        self.files_seen: set[str] = set()
         self.compactable = False  # the latest snapshot has a (partition, bucket) with several files
 
     # --- extension points ------------------------------------------------------------------------------------
@@ -404,9 +427,10 @@ class ConcurrentCommits(RuleBasedStateMachine):
         return JobCompactor(table)
 
     def make_expirer(self, table: Table) -> Expirer | None:
-        """None: no snapshot expiration exists yet. Return one to enable the ``expire`` rule; the checks then
-        accept ids starting above 1 and look only at the retained snapshots."""
-        return None
+        """The actor that expires snapshots (with tiny retention by default); None disables the ``expire``
+        and ``commit_paused`` rules. Snapshots that expire before the checks read them are checked through
+        the acknowledged commits behind them."""
+        return RetentionExpirer(table)
 
     def teardown(self) -> None:
         self.plan.disarm()
@@ -421,7 +445,7 @@ class ConcurrentCommits(RuleBasedStateMachine):
         return [
             a.name
             for a in self.actors
-            if a.job is None or a.job.phase in ("landed", "unknown", "failed", "aborted")
+            if a.job is None or a.job.phase in ("landed", "unknown", "failed", "aborted", "rolled-back")
         ]
 
     def _pick(self, data: st.DataObject, names: Sequence[str]) -> _Actor:
@@ -465,7 +489,9 @@ class ConcurrentCommits(RuleBasedStateMachine):
     def begin(self, data: st.DataObject, job: str, rows: list[int]) -> None:
         """Start a job with a new commit identifier and write its first rows (each index picks a partition;
         an overwrite of one partition takes the first index as its partition and writes only there)."""
-        actor = self._pick(data, self._idle())
+        self._begin(self._pick(data, self._idle()), job, rows)
+
+    def _begin(self, actor: _Actor, job: str, rows: list[int]) -> None:
         identifier = actor.next_identifier
         actor.next_identifier += 1
         actor.job = None
@@ -536,7 +562,9 @@ class ConcurrentCommits(RuleBasedStateMachine):
     @precondition(lambda self: self._preparable())
     @rule(data=st.data())
     def prepare(self, data: st.DataObject) -> None:
-        actor = self._pick(data, self._preparable())
+        self._prepare(self._pick(data, self._preparable()))
+
+    def _prepare(self, actor: _Actor) -> None:
         job = actor.job
         assert job is not None
         try:
@@ -551,7 +579,7 @@ class ConcurrentCommits(RuleBasedStateMachine):
             job.phase = "prepared"
         except SimulatedCrash as crash:
             self._crash(actor, str(crash))
-        except OSError as error:
+        except (OSError, SnapshotExpiredError) as error:  # a compaction's inputs may have expired
             self._fail_job(actor, error)
 
     def _commit(self, actor: _Actor) -> None:
@@ -694,41 +722,174 @@ class ConcurrentCommits(RuleBasedStateMachine):
 
         self.plan.arm(Fault.TIMEOUT_AFTER, ops={"write_if_absent"}, path_contains=SNAPSHOT, callback=blind)
 
-    @precondition(lambda self: self.expirer is not None)
-    @rule()
-    def expire(self) -> None:
+    @rule(data=st.data(), action=st.sampled_from(_MAINTENANCE))
+    def maintain(self, data: st.DataObject, action: str) -> None:
+        """One maintenance action (one rule for all, so that they do not crowd out the writers): expire
+        snapshots, roll back, or remove orphan files (``orphans-now``: with a minimum age of zero, which also
+        deletes files of jobs that have not committed yet)."""
+        if action.startswith("expire"):
+            if self.expirer is not None:
+                self._expire(int(action[-1]))
+        elif action == "rollback":
+            self._rollback(data)
+        else:
+            self._remove_orphans(now=action == "orphans-now")
+
+    def _expire(self, retain: int) -> None:
+        """Expire all but the newest ``retain`` snapshots (a failed run leaves the table as it was)."""
         assert self.expirer is not None
-        self.expirer.expire()
+        try:
+            self.expirer.expire(retain)
+        except SimulatedCrash as crash:
+            note(f"expiration crashed: {crash}")
+        except (PaimonError, OSError) as error:
+            note(f"expiration failed: {type(error).__name__}: {error}")
+
+    @precondition(lambda self: self.expirer is not None and self._in_phase("prepared"))
+    @rule(data=st.data(), rounds=st.integers(1, 3))
+    def commit_paused(self, data: st.DataObject, rounds: int) -> None:
+        """An actor stalls inside its publish while the others commit (idle ones append a row) and expiration
+        keeps one snapshot: the id it is about to take was published and deleted meanwhile (the stale-publish
+        race)."""
+        actor = self._pick(data, self._in_phase("prepared"))
+        rivals = [a for a in self.actors if a is not actor]
+
+        def others_commit_and_expire() -> None:
+            event("paused commit")
+            for round_ in range(rounds):
+                for rival in rivals:
+                    if rival.name in self._idle():
+                        self._begin(rival, "append", [round_])
+                        if rival.job is not None and rival.job.phase == "writing":
+                            self._prepare(rival)
+                    if rival.job is not None and rival.job.phase == "prepared":
+                        note(f"{rival.name} commits while {actor.name} is paused")
+                        self._commit(rival)
+            self._verify_snapshots()  # before they expire: every one is checked against the model
+            self._expire(1)
+
+        armed = self.plan.arm(
+            Fault.CALLBACK, ops={"write_if_absent"}, path_contains=SNAPSHOT, callback=others_commit_and_expire
+        )
+        try:
+            self._commit(actor)
+        finally:
+            self.plan.disarm(armed)
+
+    def _rollback(self, data: st.DataObject) -> None:
+        """Roll the table back to a retained snapshot: the commits above it are undone (their actors move on
+        to new jobs), and the ids above it are taken again by later commits."""
+        from paimon_core.maintenance import rollback_to
+
+        self._verify_snapshots()
+        retained = self._retained_ids()
+        if len(retained) < 2:
+            return
+        target = data.draw(st.sampled_from(retained[:-1]), label="rollback target")
+        note(f"rollback to snapshot {target}")
+        try:
+            rollback_to(self.table, target)
+        except SimulatedCrash as crash:
+            note(f"rollback crashed: {crash}")
+        except (PaimonError, OSError) as error:
+            note(f"rollback failed: {type(error).__name__}: {error}")
+        retained = self._retained_ids()
+        self._undo_above(retained[-1] if retained else 0)
+
+    def _undo_above(self, last: int) -> None:
+        """Forget the commits of snapshots above ``last`` (rolled back)."""
+        model = self.model
+        undone = {model.changes.pop(i).key for i in sorted(model.changes) if i > last}
+        for key in undone:
+            model.where.pop(key, None)
+        for snapshot_id in [i for i in model.contents if i > last]:
+            del model.contents[snapshot_id]
+        model.verified = min(model.verified, last)
+        for actor in self.actors:
+            job = actor.job
+            if job is not None and job.change(actor.user).key in undone:
+                note(f"{actor.name}: {job.kind} #{job.identifier} was rolled back")
+                job.phase = "rolled-back"
+        if undone:
+            event("rollback undid commits")
+
+    def _remove_orphans(self, now: bool) -> None:
+        """Orphan removal; with ``now`` it also deletes files that jobs wrote and have not committed yet: their
+        commits must then fail, never publish a snapshot that cannot be read."""
+        from paimon_core.maintenance import remove_orphan_files
+
+        future = int(_FAR_FUTURE.timestamp() * 1000)
+        try:
+            if now:
+                remove_orphan_files(self.table, older_than=future, now_millis=future)
+            else:
+                remove_orphan_files(self.table)
+        except SimulatedCrash as crash:
+            note(f"orphan removal crashed: {crash}")
+        except (PaimonError, OSError) as error:
+            note(f"orphan removal failed: {type(error).__name__}: {error}")
 
     # --- invariants ------------------------------------------------------------------------------------------
 
     @invariant()
     def table_matches_model(self) -> None:
+        self._verify_snapshots()
+        retained = self._retained_ids()
+        if retained:  # every file the retained snapshots use is still there
+            used = set()
+            for snapshot_id in retained:
+                try:
+                    entries = self.checker.live_entries(snapshot_id)
+                except SnapshotExpiredError:
+                    continue
+                used |= {
+                    f"{self.checker.bucket_dir(e.partition, e.bucket)}/{e.file.file_name}" for e in entries
+                }
+            gone = sorted(path for path in used if not self.checker.storage.exists(path))
+            assert not gone, f"data files referenced by snapshots were deleted: {gone[:5]}"
+
+    def _retained_ids(self) -> list[int]:
         sm = self.checker.snapshot_manager
-        ids = sm.list_ids()
-        if self.expirer is None:
-            assert ids == list(range(1, len(ids) + 1)), f"snapshot ids are not dense: {ids}"
-        else:
-            assert ids == list(range(ids[0], ids[-1] + 1)) if ids else True, f"snapshot ids have holes: {ids}"
+        earliest = sm.earliest_id()
+        # Files below EARLIEST are expiring, or publishes that lost to expiration and await orphan removal.
+        return [i for i in sm.list_ids() if earliest is None or i >= earliest]
+
+    def _verify_snapshots(self) -> None:
+        """Check every snapshot that appeared since the last check against the model."""
+        ids = self._retained_ids()
+        assert ids == list(range(ids[0], ids[-1] + 1)) if ids else True, f"snapshot ids have holes: {ids}"
+        if ids and self.expirer is None:
+            assert ids[0] == 1, f"snapshots {ids} do not start at 1, yet nothing expires them"
         last = ids[-1] if ids else 0
         missing = sorted(k for k in self.model.changes if k > last)
         assert not missing, f"commits reported as landed are not in the table: snapshots {missing}"
         new = range(self.model.verified + 1, last + 1)
         for snapshot_id in new:
             self._check_new_snapshot(snapshot_id)
-        self.model.verified = last
+        self.model.verified = max(self.model.verified, last)
         if new:  # the plain read of the latest snapshot goes through the LATEST hint
             latest = self.checker.to_arrow(["id", "p"])
-            assert _rows(latest) == list(self.model.contents[last]), "the latest read differs from the model"
-        gone = sorted(path for path in self.files_seen if not self.checker.storage.exists(path))
-        assert not gone, f"data files referenced by snapshots were deleted: {gone[:5]}"
+            assert _rows(latest) == list(self.model.contents[last]), (
+                "the latest read differs from the model: an acknowledged commit is missing, or a row is "
+                "duplicated"
+            )
 
     def _check_new_snapshot(self, snapshot_id: int) -> None:
-        snapshot = self.checker.snapshot_manager.snapshot(snapshot_id)
+        snapshot = self.checker.snapshot_manager.try_snapshot(snapshot_id)
+        earliest = self.checker.snapshot_manager.earliest_id()
+        if snapshot is None or (earliest is not None and snapshot_id < earliest):
+            # Expired before this check: only an acknowledged commit can explain it.
+            change = self.model.changes.get(snapshot_id)
+            assert change is not None, f"snapshot {snapshot_id} expired before any commit claimed it"
+            self.model.contents[snapshot_id] = change.apply(self.model.contents[snapshot_id - 1])
+            return
         change = self.model.resolve(snapshot)
         expected = change.apply(self.model.contents[snapshot_id - 1])
         self.model.contents[snapshot_id] = expected
-        actual = _rows(self.checker.to_arrow(["id", "p"], snapshot_id=snapshot_id))
+        try:
+            actual = _rows(self.checker.to_arrow(["id", "p"], snapshot_id=snapshot_id))
+        except SnapshotExpiredError:
+            return  # expired while we read it: readers are told so, never given partial data
         if actual != list(expected):
             lost = Counter(expected) - Counter(actual)
             extra = Counter(actual) - Counter(expected)
@@ -741,8 +902,6 @@ class ConcurrentCommits(RuleBasedStateMachine):
         )
         groups: Counter[tuple[bytes, int]] = Counter()
         for entry in self.checker.live_entries(snapshot_id):
-            directory = self.checker.bucket_dir(entry.partition, entry.bucket)
-            self.files_seen.add(f"{directory}/{entry.file.file_name}")
             groups[(entry.partition, entry.bucket)] += 1
         self.compactable = any(count >= 2 for count in groups.values())
 

@@ -155,7 +155,8 @@ class TableCommit:
             CommitStateUnknownError: the store may or may not hold the snapshot.
         """
         self.last_attempts = {}
-        if self._replayed(messages, commit_identifier):
+        deletes = any(m.deleted_files or m.compact_before for m in messages)
+        if self._replayed(messages, commit_identifier, deletes):
             logger.info("commit %s of %s already landed; nothing to do", commit_identifier, self.commit_user)
             return []
         append_entries = self._entries(messages, "new_files", FileKind.ADD) + self._entries(
@@ -200,14 +201,15 @@ class TableCommit:
             CommitIdentifierError, CommitFilesError, CommitStateUnknownError: as for :meth:`commit`.
         """
         self.last_attempts = {}
-        if self._replayed(messages, commit_identifier):
-            return []
         table = self.table
         new_entries = self._entries(messages, "new_files", FileKind.ADD)
         if dynamic is None:
             dynamic = bool(table.partition_keys) and table.options.get_option(
                 opts.DYNAMIC_PARTITION_OVERWRITE
             )
+        deletes = partition is not None or not (dynamic and table.partition_keys) or bool(new_entries)
+        if self._replayed(messages, commit_identifier, deletes):
+            return []
         scope: OverwriteScope
         if partition is not None:
             scope = self._static_scope(partition)
@@ -318,8 +320,9 @@ class TableCommit:
 
         return in_scope
 
-    def _replayed(self, messages: Sequence[CommitMessage], identifier: int) -> bool:
-        """Whether ``identifier`` was committed already by this user, with these messages.
+    def _replayed(self, messages: Sequence[CommitMessage], identifier: int, deletes: bool) -> bool:
+        """Whether ``identifier`` was committed already by this user, with these messages (``deletes``: the
+        commit deletes files, as overwrites do).
 
         Raises:
             CommitIdentifierError: it was, or a newer one was, and these messages are not that commit.
@@ -330,9 +333,17 @@ class TableCommit:
         if last is None or identifier > last:  # only then can newer commits of this user matter
             self._catch_up()
             last = self._own.last_identifier
-        if last is None or identifier > last:
-            return False
         added = {f.file_name for m in messages for f in (*m.new_files, *m.compact_after)}
+        if last is None or identifier > last:
+            if deletes and not added and not self._own.complete:
+                # Without new files a replay of an expired commit cannot be recognised, and repeating a
+                # delete could remove rows that later commits added.
+                raise CommitStateUnknownError(
+                    f"whether commit user {self.commit_user!r} already committed identifier {identifier} to "
+                    f"{self.table.path} cannot be told: its earlier snapshots expired, and this commit adds "
+                    "no files to recognise it by; if it was never committed, commit it without an identifier"
+                )
+            return bool(added) and not self._own.complete and self._compacted_away(identifier, added)
         try:
             committed = self._own.files.get(identifier) or self._files_committed_as(identifier)
             # When that snapshot expired, a replay's files are live, or gone with a compaction that expired.
@@ -354,6 +365,44 @@ class TableCommit:
             identifier,
             last,
         )
+
+    def _compacted_away(self, identifier: int, added: set[str]) -> bool:
+        """Whether files to add were committed before and then replaced by a retained snapshot (a compaction or
+        an overwrite): a replay whose own snapshot expired, recognised by what came after it.
+
+        Raises:
+            CommitStateUnknownError: some files were replaced, some not, or the history cannot be read.
+        """
+        sm = self.table.snapshot_manager
+        try:
+            latest = sm.latest()
+            if latest is None:
+                return False
+            live = {f.file_name for f in (e.file for e in self.table.live_files.at(latest).values())}
+            pending = added - live
+            if not pending:
+                return False  # all live: the attempt recognises the same commit
+            replaced: set[str] = set()
+            for snapshot_id in range(latest.id, (sm.earliest_id() or 1) - 1, -1):
+                snapshot = sm.try_snapshot(snapshot_id)
+                if snapshot is None or snapshot.commit_kind == CommitKind.APPEND:
+                    continue
+                delta = read_entries(self.table, manifest_metas(self.table, snapshot, delta_only=True))
+                replaced |= {e.file.file_name for e in delta if e.kind == FileKind.DELETE} & pending
+        except (OSError, CorruptMetadataError, SnapshotExpiredError) as exc:
+            raise CommitStateUnknownError(
+                f"whether identifier {identifier} of {self.commit_user} was committed to {self.table.path} "
+                f"before cannot be told: reading its history failed: {exc}"
+            ) from exc
+        if not replaced:
+            return False
+        if replaced != pending:
+            raise CommitStateUnknownError(
+                f"files of identifier {identifier} of {self.commit_user} were replaced by later snapshots of "
+                f"{self.table.path}, others are not in the table: whether it was committed cannot be told"
+            )
+        logger.info("commit %s of %s landed before and was compacted since", identifier, self.commit_user)
+        return True
 
     def _files_committed_as(self, identifier: int) -> set[str] | None:
         """Names of the files this user's snapshots of ``identifier`` added; None if none can be read."""

@@ -11,10 +11,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from paimon_core.errors import CorruptMetadataError, SchemaError
+from paimon_core.errors import DataFileError, PaimonError, SchemaError
 from paimon_core.manifest import DataFileMeta
 from paimon_core.storage import LocalBackend, join_path, local_path
-from paimon_core.table._scan import DataSplit
+from paimon_core.table._scan import DataSplit, explain_missing
 
 if TYPE_CHECKING:
     from paimon_core.table._table import Table
@@ -59,20 +59,35 @@ class TableRead:
         return [(by_id.get(f.id), self._read_schema.field(f.name)) for f in self._read_fields]
 
     @contextmanager
-    def _open(self, path: str) -> Iterator[pq.ParquetFile]:
+    def _open(self, split: DataSplit, path: str) -> Iterator[pq.ParquetFile]:
+        """Open a data file; every failure, opening or reading, names the file.
+
+        Raises:
+            SnapshotExpiredError: the file is gone because the split's snapshot expired meanwhile.
+            DataFileError: the file is missing from a live snapshot, truncated, or not Parquet.
+        """
         storage = self.table.storage
+        source = None
         try:
             # Local files are read natively by Arrow (no Python file object in the hot path).
             source = storage.open_input(path) if not isinstance(storage, LocalBackend) else None
             parquet = pq.ParquetFile(source if source is not None else local_path(path))
+            try:
+                yield parquet
+            finally:
+                parquet.close()
         except FileNotFoundError:
-            raise CorruptMetadataError(
-                f"data file {path} is listed in the table's manifests but missing from storage", path
-            ) from None
-        try:
-            yield parquet
+            if split.snapshot_id <= 0:  # files outside any snapshot (a compaction's inputs)
+                raise DataFileError(f"data file {path} is missing from storage", path) from None
+            missing = DataFileError(
+                f"data file {path} is listed in snapshot {split.snapshot_id} but missing from storage", path
+            )
+            raise explain_missing(self.table, split.snapshot_id, missing) from None
+        except (pa.ArrowException, OSError) as exc:
+            if isinstance(exc, PaimonError):
+                raise
+            raise DataFileError(f"cannot read data file {path}: {exc}", path) from exc
         finally:
-            parquet.close()
             if source is not None:
                 source.close()
 
@@ -96,14 +111,14 @@ class TableRead:
     def read_file(self, split: DataSplit, file: DataFileMeta) -> pa.Table:
         plan = self._column_plan(file)
         present = [name for name, _ in plan if name is not None]
-        with self._open(self._file_path(split, file)) as parquet:
+        with self._open(split, self._file_path(split, file)) as parquet:
             data = parquet.read(columns=present, use_threads=True)
         return self._conform(data, plan)
 
     def iter_file_batches(self, split: DataSplit, file: DataFileMeta) -> Iterator[pa.RecordBatch]:
         plan = self._column_plan(file)
         present = [name for name, _ in plan if name is not None]
-        with self._open(self._file_path(split, file)) as parquet:
+        with self._open(split, self._file_path(split, file)) as parquet:
             for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, columns=present):
                 table = self._conform(pa.Table.from_batches([batch]), plan)
                 yield from table.to_batches()

@@ -96,7 +96,7 @@ def live_entries(
     return [e for e in merged if e.kind == FileKind.ADD]
 
 
-def explain_missing(table: Table, snapshot_id: int, error: CorruptMetadataError) -> PaimonError:
+def explain_missing(table: Table, snapshot_id: int, error: PaimonError) -> PaimonError:
     """A :class:`SnapshotExpiredError` when the snapshot whose file was missing is gone, else ``error``."""
     expired = table.snapshot_manager.expired_error(
         snapshot_id, detail=str(error), retention=opts.retention_summary(table.options)
