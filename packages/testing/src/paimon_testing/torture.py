@@ -34,14 +34,22 @@ from typing import Any
 import pyarrow as pa
 
 from paimon_core import Catalog
-from paimon_core.errors import CommitError, CommitStateUnknownError
+from paimon_core.errors import CommitError, CommitRetriesExhaustedError, CommitStateUnknownError
 from paimon_core.snapshot import CommitKind
 from paimon_core.storage import Capability, get_backend
 from paimon_core.table import CommitMessage, Table
 from paimon_testing.faults import MANIFEST, SNAPSHOT, Fault, FaultPlan, FaultRule, FaultyStorage
 from paimon_testing.stateful import SCHEMA, Change, Row
 
-__all__ = ["DEFAULT_FAULTS", "PARTITIONS", "TortureReport", "run_torture", "verify"]
+__all__ = [
+    "DEFAULT_FAULTS",
+    "PARTITIONS",
+    "TortureReport",
+    "commit_until_landed",
+    "rule_to_dict",
+    "run_torture",
+    "verify",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +92,7 @@ class _WorkerSpec:
     storage_options: tuple[tuple[str, str], ...] = ()
 
 
-def _rule_to_dict(rule: FaultRule) -> dict[str, Any]:
+def rule_to_dict(rule: FaultRule) -> dict[str, Any]:
     if rule.fault is Fault.CALLBACK:
         raise ValueError("CALLBACK rules cannot be sent to worker processes")
     return {
@@ -107,7 +115,7 @@ def _worker(spec: _WorkerSpec) -> None:
         for identifier in range(1, spec.commits + 1):
             rows = _rows_for(spec.index, identifier, spec.overwriter)
             scope = [rows[0][1]] if spec.overwriter else None
-            outcome = _commit_until_landed(table, user, identifier, rows, scope)
+            outcome = commit_until_landed(table, user, identifier, rows, scope)
             record = {"user": user, "identifier": identifier, "rows": rows, "scope": scope, **outcome}
             log.write(json.dumps(record) + "\n")
             log.flush()
@@ -133,24 +141,28 @@ def _write(table: Table, rows: list[Row]) -> list[CommitMessage]:
             writer.abort()  # an injected failure: nothing was committed, write the files again
 
 
-def _commit_until_landed(
+def commit_until_landed(
     table: Table, user: str, identifier: int, rows: list[Row], scope: list[str | None] | None
 ) -> dict[str, Any]:
+    """Commit ``rows`` under ``identifier`` until the commit is known to have landed; returns the snapshots it
+    created and how many attempts ended unknown, failed, or gave up (``CommitRetriesExhaustedError``)."""
     messages = _write(table, rows)
     committer = table.new_commit(user)
-    unknown = failures = 0
+    unknown = failures = exhausted = 0
     while True:
         try:
             if scope is None:
                 created = committer.commit(messages, identifier)
             else:
                 created = committer.overwrite(messages, {"p": scope[0]}, commit_identifier=identifier)
-            return {"created": created, "unknown": unknown, "failures": failures}
+            return {"created": created, "unknown": unknown, "failures": failures, "exhausted": exhausted}
         except CommitStateUnknownError:
             unknown += 1
             committer = table.new_commit(user)  # restart: the retry must find the commit if it landed
+        except CommitRetriesExhaustedError:
+            exhausted += 1  # a starved writer: reported as a problem, retried so the run completes
         except (CommitError, OSError):
-            failures += 1  # lost races, conflicts, failures before publishing: nothing landed, try again
+            failures += 1  # conflicts, failures before publishing: nothing landed, try again
         time.sleep(0.005)
 
 
@@ -171,10 +183,13 @@ class TortureReport:
     faults: Counter[str] = field(default_factory=Counter)
     unknown_outcomes: int = 0
     retried_failures: int = 0
+    exhausted: int = 0
     elapsed_s: float = 0.0
 
     def problems(self) -> list[str]:
         found = list(self.errors)
+        if self.exhausted:
+            found.append(f"writers gave up {self.exhausted} times (CommitRetriesExhaustedError)")
         for name in ("lost", "duplicated", "unexpected"):
             rows = getattr(self, name)
             if rows:
@@ -206,6 +221,7 @@ def _read_logs(paths: Sequence[str], report: TortureReport) -> dict[tuple[str, i
             changes[change.key] = change
             report.unknown_outcomes += record["unknown"]
             report.retried_failures += record["failures"]
+            report.exhausted += record.get("exhausted", 0)
     return changes
 
 
@@ -303,7 +319,7 @@ def run_torture(
     catalog = Catalog.open(warehouse, **options)
     catalog.create_database("torture", exist_ok=True)
     table = catalog.create_table(_TABLE, SCHEMA, partition_keys=["p"])
-    rules = tuple(_rule_to_dict(r) for r in faults)
+    rules = tuple(rule_to_dict(r) for r in faults)
     logs = tempfile.mkdtemp(prefix="paimon-torture-")
     specs = [
         _WorkerSpec(warehouse, i, i < overwriters, commits, seed + i, rules, os.path.join(logs, f"worker-{i}.jsonl"),
