@@ -197,3 +197,15 @@ def test_partition_value_escaping_matches_java_rules(catalog: Catalog, warehouse
 def test_errors_share_one_root() -> None:
     for error in (ConfigError, CorruptMetadataError, SchemaError):
         assert issubclass(error, PaimonError)
+
+
+def test_a_partition_value_too_long_for_a_file_name_is_a_typed_error(
+    catalog: Catalog, warehouse: str
+) -> None:
+    schema = pa.schema([pa.field("k", pa.string()), pa.field("p", pa.string())])
+    table = catalog.create_table("db.parts", schema, partition_keys=["p"])
+    with pytest.raises(DataFileError, match="cannot create data file") as info:
+        table.append(pa.table({"k": ["a"], "p": ["x" * 5000]}, schema=schema))
+    assert info.value.path is not None and "x" * 5000 in info.value.path
+    assert len(str(info.value)) < 1000  # names the file without repeating a 5,000-character path
+    assert table.latest_snapshot() is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -11,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from paimon_core import Catalog, CommitMessage
 from paimon_core.compact import (
@@ -284,6 +286,24 @@ def test_unaware_bucket_appends_compact_inline_by_default(catalog: Catalog) -> N
     assert ids(table) == list(range(600))
     appends = [s for s in table.snapshots() if s.commit_kind == CommitKind.APPEND]
     assert len(appends) == 12  # every append landed as its own APPEND snapshot
+
+
+def test_a_failing_inline_compaction_is_reported_once(
+    catalog: Catalog, warehouse: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    options = {k: v for k, v in SMALL.items() if k != "write-only"}
+    table = catalog.create_table("db.t", SCHEMA, partition_keys=["k"], options=options)
+    table.append(rows(0, 10, keys=["a"]))
+    (first,) = Path(warehouse, "db.db", "t", "k=a", "bucket-0").glob("data-*.parquet")
+    first.unlink()  # every compaction of partition a now fails on this file
+    with caplog.at_level(logging.DEBUG, logger="paimon_core.compact._inline"):
+        for start in range(10, 60, 10):
+            table.append(rows(start, 10, keys=["a"]))  # the appends land all the same
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "failed" in warnings[0].getMessage()
+    assert warnings[0].exc_info is not None and first.name in str(warnings[0].exc_info[1])
+    assert sum("still fails" in r.getMessage() for r in caplog.records) >= 2
+    assert len([s for s in table.snapshots() if s.commit_kind == CommitKind.APPEND]) == 6
 
 
 def test_bucketed_writers_compact_each_bucket_inline(catalog: Catalog) -> None:

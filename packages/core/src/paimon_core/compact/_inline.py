@@ -41,21 +41,32 @@ class InlineCompactor:
     def __init__(self, table: Table) -> None:
         self.table = table
         self.job = CompactJob(table, streaming=True, runner=LocalRunner(1), progress=Progress(False))
+        self.failure: str | None = None  # the error of the last round, while rounds keep failing
 
     def after_commit(self) -> list[int]:
         """Plan against the new snapshots and commit what the coordinator emits.
 
         The data is committed already, so a failing compaction only logs: it is retried after the next
-        commit (a lost race re-plans from the latest snapshot).
+        commit (a lost race re-plans from the latest snapshot). A failure is reported once, with its
+        traceback; while later rounds fail the same way they log at debug level only.
         """
         try:
-            return self.job.run_round().snapshots
-        except Exception:
-            logger.warning("inline compaction of %s failed; will retry after the next commit",
-                           self.table.identifier, exc_info=True)  # fmt: skip
+            created = self.job.run_round().snapshots
+        except Exception as exc:
+            failure = f"{type(exc).__name__}: {exc}"
+            if failure != self.failure:
+                logger.warning("inline compaction of %s failed; it is retried after each commit, and reported "
+                               "again only if it fails differently", self.table.identifier, exc_info=True)  # fmt: skip
+            else:
+                logger.debug("inline compaction of %s still fails: %s", self.table.identifier, failure)
+            self.failure = failure
             if self.job.coordinator is not None:
                 self.job.coordinator.restart()
             return []
+        if self.failure is not None:
+            logger.info("inline compaction of %s works again", self.table.identifier)
+            self.failure = None
+        return created
 
 
 def _bins(files: Sequence[DataFileMeta], target: int) -> list[list[DataFileMeta]]:

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 from paimon_core import options as opts
 from paimon_core.binary_row import EMPTY_ROW, serialize_row
 from paimon_core.bucket import assign_buckets
+from paimon_core.errors import DataFileError, PaimonError
 from paimon_core.manifest import DataFileMeta, SimpleStats, local_wall_clock_millis
 from paimon_core.partition import partition_path
 from paimon_core.stats import StatsCollector
@@ -127,7 +128,15 @@ class _BucketWriter:
         name = f"{prefix}{self._file_uuid}-{self._file_counter}.parquet"
         self._file_counter += 1
         path = join_path(self.directory, name)
-        stream = table.storage.open_output(path)
+        try:
+            stream = table.storage.open_output(path)
+        except OSError as exc:
+            if isinstance(exc, PaimonError):
+                raise
+            # e.g. a partition value too long for a file name: say which file, without repeating the path
+            reason = exc.strerror or (str(exc) if len(str(exc)) < 500 else type(exc).__name__)
+            shown = path if len(path) <= 300 else f"{path[:150]}...{path[-100:]}"
+            raise DataFileError(f"cannot create data file {shown}: {reason}", path) from exc
         compression = table.options.get_option(opts.FILE_COMPRESSION)
         level = table.options.get_option(opts.FILE_COMPRESSION_ZSTD_LEVEL) if compression == "zstd" else None
         writer = pq.ParquetWriter(
