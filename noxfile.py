@@ -196,7 +196,8 @@ def matrix(session: nox.Session) -> None:
 
 @nox.session
 def thorough(session: nox.Session) -> None:
-    """Nightly: the concurrent-commit state machine with thousands of interleavings (marker ``thorough``)."""
+    """Nightly: the concurrent-commit state machine with thousands of interleavings and the long torture runs
+    (marker ``thorough``)."""
     _install_workspace(session, "testing", extra=_test_deps())
     session.run("pytest", "packages/testing/tests", "-m", "thorough", *session.posargs)
 
