@@ -52,7 +52,7 @@ import shutil
 import tempfile
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -632,6 +632,16 @@ class ConcurrentCommits(RuleBasedStateMachine):
             note(f"{actor.name}: {change.describe()} was already committed; nothing to do")
             job.phase = "landed"
 
+    def _commit_publishing(self, actor: _Actor, meanwhile: Callable[[], None]) -> None:
+        """Commit ``actor``'s job; ``meanwhile`` runs once, right before its snapshot is published."""
+        armed = self.plan.arm(
+            Fault.CALLBACK, ops={"write_if_absent"}, path_contains=SNAPSHOT, callback=meanwhile
+        )
+        try:
+            self._commit(actor)
+        finally:
+            self.plan.disarm(armed)
+
     @precondition(lambda self: self._in_phase("prepared"))
     @rule(data=st.data())
     def commit(self, data: st.DataObject) -> None:
@@ -651,13 +661,7 @@ class ConcurrentCommits(RuleBasedStateMachine):
                 note(f"{rival.name} commits inside {actor.name}'s publish")
                 self._commit(rival)
 
-        armed = self.plan.arm(
-            Fault.CALLBACK, ops={"write_if_absent"}, path_contains=SNAPSHOT, callback=rival_commits
-        )
-        try:
-            self._commit(actor)
-        finally:
-            self.plan.disarm(armed)
+        self._commit_publishing(actor, rival_commits)
 
     @precondition(lambda self: self._in_phase("landed", "unknown", "failed"))
     @rule(data=st.data(), restart=st.booleans())
@@ -768,13 +772,7 @@ class ConcurrentCommits(RuleBasedStateMachine):
             self._verify_snapshots()  # before they expire: every one is checked against the model
             self._expire(1)
 
-        armed = self.plan.arm(
-            Fault.CALLBACK, ops={"write_if_absent"}, path_contains=SNAPSHOT, callback=others_commit_and_expire
-        )
-        try:
-            self._commit(actor)
-        finally:
-            self.plan.disarm(armed)
+        self._commit_publishing(actor, others_commit_and_expire)
 
     def _rollback(self, data: st.DataObject) -> None:
         """Roll the table back to a retained snapshot: the commits above it are undone (their actors move on

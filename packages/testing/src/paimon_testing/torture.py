@@ -46,8 +46,10 @@ __all__ = [
     "PARTITIONS",
     "TortureReport",
     "commit_until_landed",
+    "finish",
     "rule_to_dict",
     "run_torture",
+    "shared_catalog",
     "verify",
 ]
 
@@ -288,6 +290,33 @@ def _compare(table: Table, snapshot_id: int, expected: tuple[Row, ...] | None, r
 # --- the driver -------------------------------------------------------------------------------------------------
 
 
+def shared_catalog(warehouse: str, options: dict[str, str]) -> Catalog:
+    """The catalog of ``warehouse`` with database ``torture``, if other processes can reach its storage.
+
+    Raises:
+        ValueError: the storage is not shared between processes.
+    """
+    if Capability.CROSS_PROCESS not in get_backend(warehouse, options).capabilities:
+        raise ValueError(f"{warehouse}: the torture test needs storage shared between processes")
+    catalog = Catalog.open(warehouse, **options)
+    catalog.create_database("torture", exist_ok=True)
+    return catalog
+
+
+def finish(processes: Sequence[multiprocessing.process.BaseProcess], deadline: float) -> list[str]:
+    """Wait for ``processes`` until ``deadline`` (monotonic), kill those still running; what went wrong."""
+    failed = []
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+        if process.is_alive():
+            process.kill()
+            process.join()
+            failed.append(f"{process.name} did not finish in time")
+        elif process.exitcode != 0:
+            failed.append(f"{process.name} failed (exit code {process.exitcode})")
+    return failed
+
+
 def run_torture(
     warehouse: str,
     *,
@@ -314,11 +343,7 @@ def run_torture(
         RuntimeError: a worker failed or timed out.
     """
     options = dict(storage_options or {})
-    if Capability.CROSS_PROCESS not in get_backend(warehouse, options).capabilities:
-        raise ValueError(f"{warehouse}: the torture test needs storage shared between processes")
-    catalog = Catalog.open(warehouse, **options)
-    catalog.create_database("torture", exist_ok=True)
-    table = catalog.create_table(_TABLE, SCHEMA, partition_keys=["p"])
+    table = shared_catalog(warehouse, options).create_table(_TABLE, SCHEMA, partition_keys=["p"])
     rules = tuple(rule_to_dict(r) for r in faults)
     logs = tempfile.mkdtemp(prefix="paimon-torture-")
     specs = [
@@ -331,17 +356,7 @@ def run_torture(
     workers = [ctx.Process(target=_worker, args=(spec,), name=f"torture-{spec.index}") for spec in specs]
     for process in workers:
         process.start()
-    deadline = started + timeout_s
-    for process in workers:
-        process.join(max(0.0, deadline - time.monotonic()))
-    stuck = [p.name for p in workers if p.is_alive()]
-    for process in workers:
-        if process.is_alive():
-            process.kill()
-            process.join()
-    if stuck:
-        raise RuntimeError(f"torture workers did not finish within {timeout_s} s: {stuck}")
-    failed = [(p.name, p.exitcode) for p in workers if p.exitcode != 0]
+    failed = finish(workers, started + timeout_s)
     if failed:
         raise RuntimeError(f"torture workers failed: {failed}")
     report = verify(table, [s.log_path for s in specs])

@@ -22,6 +22,7 @@ from paimon_core import Catalog
 from paimon_core.compact import compact_table
 from paimon_core.snapshot import CommitKind
 from paimon_testing.stateful import SCHEMA
+from paimon_testing.torture import finish
 
 __all__ = ["CompactionTortureReport", "run_compaction_torture"]
 
@@ -133,14 +134,7 @@ def run_compaction_torture(
         time.sleep(poll_interval)
     Path(stop_file).touch()
     compactor.join(max(5.0, deadline - time.monotonic()))
-    failed = []
-    for process in (*writers, compactor):
-        if process.is_alive():
-            process.kill()
-            process.join()
-            failed.append(f"{process.name} (timed out)")
-        elif process.exitcode != 0:
-            failed.append(f"{process.name} (exit {process.exitcode})")
+    failed = finish([*writers, compactor], time.monotonic())
     table = catalog.get_table(_TABLE)
     expected = [i for a in range(appenders) for c in range(commits) for i in _ids(a, c, rows)]
     expected += _ids(appenders, overwrite_commits - 1, rows) if overwrite_commits else []
