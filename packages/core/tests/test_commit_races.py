@@ -224,3 +224,18 @@ def test_a_replay_compacted_away_after_its_snapshot_expired_is_not_committed_twi
     assert table.latest_snapshot().commit_kind.value == "COMPACT"  # type: ignore[union-attr]
     assert table.new_commit("job").commit(replayed, 3) == []  # a restarted job replays identifier 3
     assert _ids(table) == [1, 2]
+
+
+def test_attempts_that_lose_the_race_delete_their_manifests(table: Table, tmp_path: Any) -> None:
+    table.append(_rows(1))
+    stalled = Catalog.open(str(tmp_path / "warehouse")).get_table("db.t")
+    _pause_publish(stalled, lambda: table.append(_rows(2)))  # the rival takes snapshot 2 first
+    committer = stalled.new_commit()
+    writer = stalled.new_write()
+    writer.write(_rows(3))
+    assert committer.commit(writer.prepare_commit()) == [3]
+    assert committer.last_attempts == {3: 2}
+    # Every manifest and manifest list left is used by a snapshot: the lost attempt deleted its own.
+    result = remove_orphan_files(table, older_than=FAR_FUTURE, now_millis=FAR_FUTURE_MS)
+    assert [p for p in result.deleted if "/manifest/" in p] == []
+    assert _ids(table) == [1, 2, 3]
