@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from paimon_core.errors import ConfigError
@@ -78,3 +80,16 @@ def test_table_path_names_database_and_table_for_conf() -> None:
 def test_bad_options(options: dict[str, str]) -> None:
     with pytest.raises(ConfigError):
         SourceConfig.parse(options)
+
+
+@pytest.mark.parametrize(
+    ("key", "suggestion"),
+    [
+        ("scan.snapshot-idd", "scan.snapshot-id"),
+        ("s3.endpiont", "s3.endpoint"),
+        ("consumerid", "consumer-id"),
+    ],
+)
+def test_a_misspelled_option_is_refused_with_the_close_match(key: str, suggestion: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(f"did you mean '{suggestion}'")):
+        SourceConfig.parse({"path": "db.t", "warehouse": "/wh", key: "1"})

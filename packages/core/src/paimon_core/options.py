@@ -7,6 +7,8 @@ declarations; nothing else lists option keys.
 
 from __future__ import annotations
 
+import datetime as dt
+import difflib
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -491,6 +493,30 @@ SCAN_TAG_NAME: Option[str | None] = _declare(Option("scan.tag-name", _optional(_
 SCAN_TIMESTAMP_MILLIS: Option[int | None] = _declare(
     Option("scan.timestamp-millis", _optional(int), None, "Read the snapshot current at this time.")
 )
+SCAN_TIMESTAMP: Option[str | None] = _declare(
+    Option(
+        "scan.timestamp",
+        _optional(_str),
+        None,
+        "Read the snapshot current at this local date-time ('yyyy-MM-dd HH:mm:ss').",
+    )
+)
+INCREMENTAL_BETWEEN: Option[str | None] = _declare(
+    Option(
+        "incremental-between",
+        _optional(_str),
+        None,
+        "Read what the snapshots in (start, end] appended: 'start,end' as snapshot ids or tag names.",
+    )
+)
+INCREMENTAL_BETWEEN_TIMESTAMP: Option[str | None] = _declare(
+    Option(
+        "incremental-between-timestamp",
+        _optional(_str),
+        None,
+        "Read what was appended between two instants: 'start,end' in epoch millis or local date-times.",
+    )
+)
 SCAN_FILE_CREATION_TIME_MILLIS: Option[int | None] = _declare(
     Option(
         "scan.file-creation-time-millis", _optional(int), None, "Read only files created at or after this."
@@ -577,6 +603,35 @@ APPEND_TARGET_FILE_SIZE = 256 * MB
 PRIMARY_KEY_TARGET_FILE_SIZE = 128 * MB
 
 
+def to_millis(value: dt.datetime | int | str) -> int:
+    """Epoch milliseconds from a datetime (naive = local time), epoch millis, or 'yyyy-MM-dd HH:mm:ss'.
+
+    Raises:
+        ConfigError: not a point in time.
+    """
+    if isinstance(value, bool):
+        raise ConfigError(f"not a point in time: {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if text.isdigit():
+            return int(text)
+        try:
+            value = dt.datetime.fromisoformat(text)
+        except ValueError:
+            raise ConfigError(f"not a time: {text!r} (expected 'yyyy-MM-dd HH:mm:ss')") from None
+    return int(value.timestamp() * 1000)
+
+
+def close_matches(key: str, candidates: Iterable[str]) -> str:
+    """ " (did you mean 'x'?)" for a misspelled key, or ""."""
+    matches = difflib.get_close_matches(key, list(candidates), n=3, cutoff=0.75)
+    if not matches:
+        return ""
+    return " (did you mean " + " or ".join(repr(m) for m in matches) + "?)"
+
+
 def known_option(key: str) -> Option[Any] | None:
     return _REGISTRY.get(key)
 
@@ -627,7 +682,7 @@ class Options(Mapping[str, str]):
             if option is not None:
                 option.parse_value(raw)
             elif key not in extra and not any(p.match(key) for p in _PATTERN_KEYS):
-                raise ConfigError(f"unknown option {key!r}", key)
+                raise ConfigError(f"unknown option {key!r}{close_matches(key, [*_REGISTRY, *extra])}", key)
 
     def target_file_size(self, has_primary_key: bool = False) -> int:
         size = self.get_option(TARGET_FILE_SIZE)

@@ -12,7 +12,8 @@ Options of ``spark.read.format("paimon")`` (keys are case-insensitive, as Spark 
   OVERWRITE`` into a Python data source: give SQL views this option instead);
 * ``read.stream.maxfilespertrigger`` / ``read.stream.maxrowspertrigger``: per micro-batch limits;
 * every Paimon option (``scan.snapshot-id``, ``consumer-id``, ``bucket``...) is a dynamic option of the
-  table; any other key is a storage option (``s3.endpoint``...).
+  table; keys under a storage backend's prefixes (``s3.endpoint``...) are storage options; any other key is
+  refused with a :class:`~paimon_core.errors.ConfigError` naming the close matches.
 
 Session conf ``spark.paimon.<key>`` / ``paimon.<key>`` sets a dynamic option for every table, and
 ``paimon.<catalog>.<db>.<table>.<key>`` (each of the three may be ``*``) for matching tables; more specific
@@ -28,6 +29,7 @@ from paimon_core import Catalog
 from paimon_core import options as opts
 from paimon_core.catalog import split_identifier
 from paimon_core.errors import ConfigError
+from paimon_core.storage import default_registry
 from paimon_core.table import Table, open_table
 
 __all__ = ["SourceConfig", "conf_dynamic_options", "is_paimon_option"]
@@ -122,13 +124,17 @@ class SourceConfig:
         database, table = cls._names(location, is_path)
         table_options = conf_dynamic_options(session_conf or {}, catalog, database, table)
         storage_options: dict[str, str] = {}
+        storage_prefixes, storage_keys = default_registry().storage_option_keys()
         for key, value in lowered.items():
             if key in _OWN_KEYS:
                 continue
             if is_paimon_option(key):
                 table_options[key] = value
-            else:
+            elif key.startswith(storage_prefixes):
                 storage_options[key] = value
+            else:
+                known = [*_OWN_KEYS, *(o.key for o in opts.all_options()), *storage_keys]
+                raise ConfigError(f"unknown option {key!r}{opts.close_matches(key, known)}", key)
         session_mode = (session_conf or {}).get(SPARK_OVERWRITE_MODE_CONF, "static")
         mode = lowered.get("partitionoverwritemode", session_mode).strip().lower()
         if mode not in ("static", "dynamic"):

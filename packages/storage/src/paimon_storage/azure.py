@@ -49,6 +49,22 @@ _ANONYMOUS = ("azure.anonymous", "azure.anon")
 _UPLOAD_BLOCK = ("azure.upload-block-size",)
 _READ_BLOCK = ("azure.read.block-size",)
 _HOST_SUFFIXES = (".dfs.core.windows.net", ".blob.core.windows.net")
+KEYS = frozenset(
+    (
+        *_ACCOUNT,
+        *_KEY,
+        *_CONNECTION,
+        *_SAS,
+        *_CLIENT_ID,
+        *_CLIENT_SECRET,
+        *_TENANT,
+        *_HOST,
+        *_ANONYMOUS,
+        *_UPLOAD_BLOCK,
+        *_READ_BLOCK,
+    )
+)
+"""Every option key this backend reads."""
 
 
 def account_from_uri(uri: str) -> str | None:
@@ -137,6 +153,7 @@ SPEC = BackendSpec(
     capabilities=OBJECT_STORE_CAPABILITIES,
     install_hint=install_hint("azure"),
     option_prefixes=PREFIXES,
+    option_keys=KEYS,
 )
 
 

@@ -43,6 +43,20 @@ _TOKEN = ("gcs.token", "gs.token")
 _CHUNK = ("fs.gs.outputstream.upload.chunk.size", "gcs.upload-chunk-size")
 _READ_BLOCK = ("gcs.read.block-size", "fs.gs.read.block-size")
 _CHUNK_UNIT = 256 << 10  # resumable upload chunks are multiples of 256 KiB
+KEYS = frozenset(
+    (
+        *_ENDPOINT,
+        *_PROJECT,
+        *_KEYFILE,
+        *_ACCESS_TOKEN,
+        *_AUTH_TYPE,
+        *_ANONYMOUS,
+        *_TOKEN,
+        *_CHUNK,
+        *_READ_BLOCK,
+    )
+)
+"""Every option key this backend reads."""
 
 
 class GcsBackend(FsspecBackend):
@@ -132,6 +146,7 @@ SPEC = BackendSpec(
     capabilities=OBJECT_STORE_CAPABILITIES,
     install_hint=install_hint("gcs"),
     option_prefixes=PREFIXES,
+    option_keys=KEYS,
 )
 
 

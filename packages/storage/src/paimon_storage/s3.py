@@ -50,6 +50,21 @@ _ANONYMOUS = (*variants(PREFIXES, ("anonymous",)), "s3.anon")
 _CONDITIONAL = variants(PREFIXES, ("create.conditional.enabled",))
 _MULTIPART = variants(PREFIXES, ("multipart.size",))
 _READ_BLOCK = variants(PREFIXES, ("read.block-size",))
+KEYS = frozenset(
+    (
+        *_ENDPOINT,
+        *_ACCESS_KEY,
+        *_SECRET_KEY,
+        *_TOKEN,
+        *_REGION,
+        *_PATH_STYLE,
+        *_ANONYMOUS,
+        *_CONDITIONAL,
+        *_MULTIPART,
+        *_READ_BLOCK,
+    )
+)
+"""Every option key this backend reads."""
 
 
 class S3Backend(FsspecBackend):
@@ -131,6 +146,7 @@ SPEC = BackendSpec(
     capabilities=OBJECT_STORE_CAPABILITIES,
     install_hint=install_hint("s3"),
     option_prefixes=PREFIXES,
+    option_keys=KEYS,
 )
 
 

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from paimon_core import options as opts
 from paimon_core.consumer import ConsumerManager
 from paimon_core.errors import ConfigError, CorruptMetadataError
-from paimon_core.maintenance._reach import entry_paths, to_millis
+from paimon_core.maintenance._reach import entry_paths
 from paimon_core.manifest import (
     FileKind,
     ManifestEntry,
@@ -47,6 +47,7 @@ from paimon_core.manifest import (
     read_manifest_file,
     read_manifest_list,
 )
+from paimon_core.options import to_millis
 from paimon_core.snapshot import EARLIEST_HINT, Snapshot
 from paimon_core.storage import Capability, join_path, parent_path
 from paimon_core.table._scan import live_entries

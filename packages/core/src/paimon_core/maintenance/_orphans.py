@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from paimon_core.errors import ConfigError, CorruptMetadataError
-from paimon_core.maintenance._reach import Reach, reach, to_millis
+from paimon_core.maintenance._reach import Reach, reach
+from paimon_core.options import to_millis
 from paimon_core.snapshot import Snapshot, SnapshotManager
 from paimon_core.storage import FileInfo, join_path
 from paimon_core.tag import TagManager

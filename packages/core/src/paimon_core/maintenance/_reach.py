@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from paimon_core.errors import ConfigError
 from paimon_core.manifest import (
     ManifestEntry,
     read_manifest_file,
@@ -79,20 +77,3 @@ def entry_paths(table: Table, entry: ManifestEntry) -> Iterable[str]:
     directory = parent_path(path)
     for extra in file.extra_files:
         yield join_path(directory, extra)
-
-
-def to_millis(value: dt.datetime | int | str) -> int:
-    """Epoch milliseconds from a datetime (naive = local time), epoch millis, or 'yyyy-MM-dd HH:mm:ss'."""
-    if isinstance(value, bool):
-        raise ConfigError(f"not a point in time: {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        text = value.strip()
-        if text.isdigit():
-            return int(text)
-        try:
-            value = dt.datetime.fromisoformat(text)
-        except ValueError:
-            raise ConfigError(f"not a time: {text!r} (expected 'yyyy-MM-dd HH:mm:ss')") from None
-    return int(value.timestamp() * 1000)

@@ -17,6 +17,7 @@ from types import ModuleType
 import pluggy
 
 from paimon_core.errors import ConfigError, StorageBackendNotFound, StorageError
+from paimon_core.options import close_matches
 from paimon_core.storage import _local, _memory
 from paimon_core.storage._paths import uri_authority, uri_scheme
 from paimon_core.storage._spec import (
@@ -149,6 +150,15 @@ class StorageRegistry:
         """Every scheme some backend claims."""
         return sorted(self._by_scheme)
 
+    def storage_option_keys(self) -> tuple[tuple[str, ...], frozenset[str]]:
+        """(prefixes, declared keys) of every backend's options, ``storage.`` included in the prefixes."""
+        prefixes: list[str] = ["storage."]
+        keys: set[str] = set()
+        for spec in self.specs():
+            prefixes += spec.option_prefixes or ()
+            keys |= spec.option_keys or set()
+        return tuple(prefixes), frozenset(keys)
+
     def spec_for(self, uri: str, options: Mapping[str, str] | None = None) -> BackendSpec:
         """The spec that serves ``uri``'s scheme.
 
@@ -187,6 +197,7 @@ class StorageRegistry:
         """
         options = {} if options is None else options
         spec = self.spec_for(uri, options)
+        check_option_keys(spec, options)
         key = (spec.name, uri_scheme(uri), uri_authority(uri), _relevant_options(spec, options))
         with self._lock:
             cached = self._cache.get(key)
@@ -215,6 +226,21 @@ class StorageRegistry:
         """Forget the cached backends (the next :meth:`get_backend` builds new ones)."""
         with self._lock:
             self._cache.clear()
+
+
+def check_option_keys(spec: BackendSpec, options: Mapping[str, str]) -> None:
+    """Refuse keys under the backend's prefixes that it does not declare.
+
+    Raises:
+        ConfigError: an unknown key, with the close matches among the declared ones.
+    """
+    if spec.option_keys is None or not spec.option_prefixes:
+        return
+    for key in options:
+        if key.startswith(spec.option_prefixes) and key not in spec.option_keys:
+            raise ConfigError(
+                f"unknown {spec.name} storage option {key!r}{close_matches(key, spec.option_keys)}", key
+            )
 
 
 def _relevant_options(spec: BackendSpec, options: Mapping[str, str]) -> tuple[tuple[str, str], ...]:

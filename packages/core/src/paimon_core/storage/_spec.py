@@ -242,6 +242,9 @@ class BackendSpec:
         option_prefixes: option key prefixes the factory reads (e.g. ``("s3.", "fs.s3a.")``); backends are
             cached per the values of those options. ``None`` means any option may matter. Options under
             ``storage.`` always count (wrappers read those).
+        option_keys: every key under ``option_prefixes`` the factory understands; any other key under those
+            prefixes is refused with a :class:`~paimon_core.errors.ConfigError` (a misspelled endpoint must
+            never send credentials to a default one). ``None`` means the backend does not declare its keys.
     """
 
     name: str
@@ -250,6 +253,7 @@ class BackendSpec:
     capabilities: frozenset[Capability] = frozenset()
     install_hint: str = ""
     option_prefixes: tuple[str, ...] | None = None
+    option_keys: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         if not self.name:

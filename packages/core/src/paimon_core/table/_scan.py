@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -21,8 +22,9 @@ from paimon_core.manifest import (
     read_manifest_list,
 )
 from paimon_core.predicate import Predicate
-from paimon_core.snapshot import Snapshot
+from paimon_core.snapshot import CommitKind, Snapshot
 from paimon_core.stats import decode_stats
+from paimon_core.table._planner import BatchScanStart, created_since, resolve_batch_scan, scan_options
 from paimon_core.types import DataField
 
 if TYPE_CHECKING:
@@ -140,23 +142,16 @@ class _PartitionPruner:
         return cached
 
 
-class TableScan:
-    """Plans the splits of one snapshot of a table.
+class Pruner:
+    """Prunes the files of a read: partitions exactly, other columns by each file's value statistics.
 
-    Args:
-        table: the table.
-        snapshot_id: the snapshot to read; the latest when None.
-        predicate: prunes partitions exactly and files by their value statistics.
+    One pruner serves batch scans (:class:`TableScan`) and streaming reads alike.
+
+    Raises:
+        SchemaError: the predicate names columns the table does not have.
     """
 
-    def __init__(
-        self,
-        table: Table,
-        snapshot_id: int | None = None,
-        predicate: Predicate | None = None,
-        *,
-        snapshot: Snapshot | None = None,
-    ) -> None:
+    def __init__(self, table: Table, predicate: Predicate | None) -> None:
         self.table = table
         self.predicate = predicate
         if predicate is not None:
@@ -164,10 +159,6 @@ class TableScan:
             if unknown:
                 raise SchemaError(f"filter refers to unknown columns: {', '.join(unknown)}")
         self._file_fields: dict[int, dict[int, DataField]] = {}
-        manager = table.snapshot_manager
-        if snapshot is None:  # given directly for a tag, whose snapshot file may have expired
-            snapshot = manager.snapshot(snapshot_id) if snapshot_id is not None else manager.latest()
-        self.snapshot = snapshot
 
     @cached_property
     def _current_fields(self) -> dict[str, DataField]:
@@ -180,15 +171,26 @@ class TableScan:
             self._file_fields[schema_id] = cached
         return cached
 
-    def files(self) -> list[ManifestEntry]:
-        """The live entries the read needs, after partition and statistics pruning."""
-        entries = live_entries(self.table, self.snapshot, self.predicate)
+    def live(self, snapshot: Snapshot | None) -> list[ManifestEntry]:
+        """The live entries of ``snapshot`` that may hold matching rows."""
+        entries = live_entries(self.table, snapshot, self.predicate)
         if self.predicate is None:
             return entries
-        return [e for e in entries if self._file_may_match(e)]
+        return [e for e in entries if self.file_may_match(e)]
 
-    def _file_may_match(self, entry: ManifestEntry) -> bool:
-        assert self.predicate is not None
+    def added(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        """The files ``snapshot`` added (its delta's ADD entries) that may hold matching rows."""
+        try:
+            delta = read_entries(
+                self.table, manifest_metas(self.table, snapshot, delta_only=True), self.predicate
+            )
+        except CorruptMetadataError as exc:
+            raise explain_missing(self.table, snapshot.id, exc) from exc
+        return [e for e in delta if e.kind == FileKind.ADD and self.file_may_match(e)]
+
+    def file_may_match(self, entry: ManifestEntry) -> bool:
+        if self.predicate is None:
+            return True
         file = entry.file
         current_fields = self._current_fields
         file_schema = self.table.schema_manager.schema(file.schema_id)
@@ -205,6 +207,73 @@ class TableScan:
                 ranges[name] = stats_by_file_name[file_field.name]
         values = self.table.partition_values(entry.partition)
         return self.predicate.may_match(values, ranges, file.row_count)
+
+
+class TableScan:
+    """Plans a batch read: the snapshot it sees, then its pruned files and splits.
+
+    The snapshot comes from the table's ``scan.*`` options (``scan.mode``, ``scan.snapshot-id``,
+    ``scan.tag-name``, ``scan.timestamp[-millis]``, ``incremental-between[-timestamp]``,
+    ``scan.file-creation-time-millis``), or from explicit time travel, which wins over them.
+
+    Args:
+        table: the table.
+        snapshot_id: time travel to this snapshot.
+        predicate: prunes partitions exactly and files by their value statistics.
+        snapshot: read exactly this snapshot (a tag's, whose file may have expired), ignoring the options.
+        tag: time travel to this tag's snapshot.
+        timestamp: time travel to the snapshot current at this instant (datetime, epoch millis or
+            ``'yyyy-MM-dd HH:mm:ss'``).
+
+    Raises:
+        ConfigError: conflicting or malformed scan options.
+        SnapshotNotFoundError, TagNotFoundError: the snapshot or tag asked for does not exist.
+    """
+
+    def __init__(
+        self,
+        table: Table,
+        snapshot_id: int | None = None,
+        predicate: Predicate | None = None,
+        *,
+        snapshot: Snapshot | None = None,
+        tag: str | None = None,
+        timestamp: dt.datetime | int | str | None = None,
+    ) -> None:
+        self.table = table
+        self.predicate = predicate
+        self.pruner = Pruner(table, predicate)
+        if snapshot is not None:
+            self.start = BatchScanStart(snapshot)
+        else:
+            options = scan_options(table.options, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
+            self.start = resolve_batch_scan(table, options)
+        self.snapshot = self.start.snapshot
+
+    def files(self) -> list[ManifestEntry]:
+        """The entries the read needs, after partition and statistics pruning."""
+        start = self.start
+        if start.snapshot is None:
+            return []
+        if start.incremental_from is None:
+            entries = self.pruner.live(start.snapshot)
+        else:
+            entries = self._appended_since(start.incremental_from, start.snapshot)
+        since = start.file_creation_time_millis
+        return entries if since is None else [e for e in entries if created_since(e, since)]
+
+    def _appended_since(self, first: int, last: Snapshot) -> list[ManifestEntry]:
+        """What the snapshots in (first, last] appended (OVERWRITE too with streaming-read-append-overwrite)."""
+        sm = self.table.snapshot_manager
+        overwrites = self.table.options.get_option(opts.STREAMING_READ_APPEND_OVERWRITE)
+        entries: list[ManifestEntry] = []
+        for snapshot_id in range(first + 1, last.id + 1):
+            snapshot = last if snapshot_id == last.id else sm.snapshot(snapshot_id)
+            if snapshot.commit_kind == CommitKind.APPEND or (
+                overwrites and snapshot.commit_kind == CommitKind.OVERWRITE
+            ):
+                entries += self.pruner.added(snapshot)
+        return entries
 
     def plan(self) -> list[DataSplit]:
         if self.snapshot is None:

@@ -21,11 +21,21 @@ from typing import TYPE_CHECKING, Any
 
 from paimon_core import options as opts
 from paimon_core.consumer import Consumer, ConsumerManager
-from paimon_core.errors import ConfigError, SnapshotNotFoundError
-from paimon_core.manifest import FileKind, ManifestEntry
+from paimon_core.errors import ConfigError
+from paimon_core.manifest import ManifestEntry
 from paimon_core.predicate import FilterLike, Predicate, parse_filter
 from paimon_core.snapshot import CommitKind, Snapshot
-from paimon_core.table._scan import DataSplit, TableScan, make_splits, manifest_metas, read_entries
+from paimon_core.table._planner import (
+    BatchScanStart,
+    created_since,
+    creation_filter,
+    required,
+    resolve_batch_scan,
+    resolve_mode,
+    start_snapshot,
+    timestamp_millis,
+)
+from paimon_core.table._scan import DataSplit, Pruner, TableScan, make_splits
 from paimon_core.tag import TagManager
 
 if TYPE_CHECKING:
@@ -50,94 +60,9 @@ _STREAM_MODES = (
 )
 
 
-def _resolve_mode(options: opts.Options) -> str:
-    """``scan.mode=default`` resolved from the other ``scan.*`` options (spec §8)."""
-    mode = options.get_option(opts.SCAN_MODE)
-    if mode != "default":
-        return "latest-full" if mode == "full" else mode
-    if options.get_option(opts.SCAN_TIMESTAMP_MILLIS) is not None:
-        return "from-timestamp"
-    if options.get_option(opts.SCAN_SNAPSHOT_ID) is not None or options.get_option(opts.SCAN_TAG_NAME):
-        return "from-snapshot"
-    if options.get_option(opts.SCAN_FILE_CREATION_TIME_MILLIS) is not None:
-        return "from-file-creation-time"
-    return "latest-full"
-
-
-def _required(options: opts.Options, option: opts.Option[int | None], mode: str) -> int:
-    value = options.get_option(option)
-    if value is None:
-        raise ConfigError(f"scan.mode={mode} needs '{option.key}'", option.key)
-    return value
-
-
-def _start_snapshot(table: Table, mode: str) -> Snapshot:
-    """The snapshot of ``scan.tag-name`` (kept by the tag even after it expired) or ``scan.snapshot-id``."""
-    tag = table.options.get_option(opts.SCAN_TAG_NAME)
-    if tag is not None:
-        return TagManager(table.storage, table.path).tag(tag).snapshot
-    return table.snapshot_manager.snapshot(_required(table.options, opts.SCAN_SNAPSHOT_ID, mode))
-
-
-def _creation_filter(options: opts.Options, mode: str) -> int | None:
-    value = options.get_option(opts.SCAN_FILE_CREATION_TIME_MILLIS)
-    if mode == "from-file-creation-time" and value is None:
-        raise ConfigError(f"scan.mode={mode} needs 'scan.file-creation-time-millis'", "scan.mode")
-    return value
-
-
-def _created_since(entry: ManifestEntry, since_millis: int | None) -> bool:
-    if since_millis is None:
-        return True
-    created = entry.file.creation_time_epoch_millis()
-    return created is None or created >= since_millis
-
-
-# --- batch ---------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BatchScanStart:
-    """What a batch read reads: one snapshot (None = empty table) and an optional creation time filter."""
-
-    snapshot: Snapshot | None
-    file_creation_time_millis: int | None = None
-
-
-def resolve_batch_scan(table: Table) -> BatchScanStart:
-    """Resolve ``scan.mode`` and its options for a batch read (time travel by id or timestamp).
-
-    Raises:
-        ConfigError: the mode cannot be used for batch reads, or a needed option is missing.
-        SnapshotNotFoundError: ``scan.snapshot-id`` does not exist, or no snapshot is as old as
-            ``scan.timestamp-millis``.
-    """
-    options = table.options
-    mode = _resolve_mode(options)
-    sm = table.snapshot_manager
-    creation = _creation_filter(options, mode)
-    if mode in ("latest-full", "latest", "from-file-creation-time"):
-        return BatchScanStart(sm.latest(), creation)
-    if mode in ("from-snapshot", "from-snapshot-full"):
-        return BatchScanStart(_start_snapshot(table, mode), creation)
-    if mode == "from-timestamp":
-        millis = _required(options, opts.SCAN_TIMESTAMP_MILLIS, mode)
-        snapshot = sm.snapshot_at_or_before_time(millis)
-        if snapshot is None:
-            raise SnapshotNotFoundError(None, f"no snapshot of {table.identifier} is as old as {millis} ms")
-        return BatchScanStart(snapshot, creation)
-    raise ConfigError(f"scan.mode={mode} is not supported for batch reads of append tables", "scan.mode")
-
-
 def plan_batch(table: Table, filter: FilterLike = None) -> list[DataSplit]:
-    """The splits of a batch read honouring ``scan.*`` options (``table.scan`` ignores them)."""
-    predicate, _ = parse_filter(filter)
-    start = resolve_batch_scan(table)
-    if start.snapshot is None:
-        return []
-    scan = TableScan(table, predicate=predicate, snapshot=start.snapshot)
-    entries = [e for e in scan.files() if _created_since(e, start.file_creation_time_millis)]
-    return make_splits(table, start.snapshot.id, entries)
+    """The splits of a batch read honouring the table's ``scan.*`` options (what ``table.scan`` plans)."""
+    return TableScan(table, predicate=parse_filter(filter)[0]).plan()
 
 
 # --- streaming -----------------------------------------------------------------------------------------------
@@ -174,14 +99,14 @@ class StreamScan:
     def __init__(self, table: Table, filter: FilterLike = None, consumer_id: str | None = None) -> None:
         self.table = table
         self.predicate: Predicate | None = parse_filter(filter)[0]
-        self.mode = _resolve_mode(table.options)
+        self.mode = resolve_mode(table.options)
         if self.mode not in _STREAM_MODES:
             raise ConfigError(f"scan.mode={self.mode} is not supported for streaming reads", "scan.mode")
-        self.creation_since = _creation_filter(table.options, self.mode)
+        self.creation_since = creation_filter(table.options, self.mode)
         self.read_overwrite = table.options.get_option(opts.STREAMING_READ_APPEND_OVERWRITE)
         self.consumer_id = consumer_id or table.options.get_option(opts.CONSUMER_ID)
         self._file_cache: dict[tuple[int, bool], list[ManifestEntry]] = {}
-        self._pruner: _PruningScan | None = None
+        self.pruner = Pruner(table, self.predicate)
 
     # --- where to start --------------------------------------------------------------------------------
 
@@ -207,12 +132,12 @@ class StreamScan:
             if tag is not None:
                 wanted = TagManager(self.table.storage, self.table.path).tag(tag).snapshot.id
             else:
-                wanted = _required(options, opts.SCAN_SNAPSHOT_ID, mode)
+                wanted = required(options, opts.SCAN_SNAPSHOT_ID, mode)
             return StreamPosition(max(wanted, earliest or wanted))
         if mode == "from-snapshot-full":
-            return StreamPosition(_start_snapshot(self.table, mode).id, full=True)
+            return StreamPosition(start_snapshot(self.table, options, mode).id, full=True)
         # from-timestamp: deltas from (the last snapshot committed before the instant) + 1.
-        millis = _required(options, opts.SCAN_TIMESTAMP_MILLIS, mode)
+        millis = timestamp_millis(options, mode)
         before = sm.snapshot_at_or_before_time(millis - 1)
         if before is not None:
             return StreamPosition(before.id + 1)
@@ -232,14 +157,12 @@ class StreamScan:
             return cached
         snapshot = self.table.snapshot_manager.snapshot(snapshot_id)
         if full:
-            entries = self._pruning_scan().files_of(snapshot)
+            entries = self.pruner.live(snapshot)
         elif self._is_streamed(snapshot):
-            metas = manifest_metas(self.table, snapshot, delta_only=True)
-            delta = read_entries(self.table, metas, self.predicate)
-            entries = [e for e in delta if e.kind == FileKind.ADD and self._file_may_match(e)]
+            entries = self.pruner.added(snapshot)
         else:
             entries = []
-        entries = [e for e in entries if _created_since(e, self.creation_since)]
+        entries = [e for e in entries if created_since(e, self.creation_since)]
         entries.sort(key=lambda e: (e.partition, e.bucket, e.file.file_name))
         if len(self._file_cache) > 64:
             self._file_cache.clear()
@@ -250,14 +173,6 @@ class StreamScan:
         if snapshot.commit_kind == CommitKind.APPEND:
             return True
         return snapshot.commit_kind == CommitKind.OVERWRITE and self.read_overwrite
-
-    def _pruning_scan(self) -> _PruningScan:
-        if self._pruner is None:
-            self._pruner = _PruningScan(self.table, self.predicate)
-        return self._pruner
-
-    def _file_may_match(self, entry: ManifestEntry) -> bool:
-        return self._pruning_scan().file_may_match(entry)
 
     # --- moving -----------------------------------------------------------------------------------------
 
@@ -330,17 +245,3 @@ class StreamScan:
             return
         manager = ConsumerManager(self.table.storage, self.table.path)
         manager.reset_consumer(self.consumer_id, Consumer(next_snapshot))
-
-
-class _PruningScan(TableScan):
-    """A :class:`TableScan` used for its partition and statistics pruning on any snapshot."""
-
-    def __init__(self, table: Table, predicate: Predicate | None) -> None:
-        super().__init__(table, None, predicate)
-
-    def files_of(self, snapshot: Snapshot) -> list[ManifestEntry]:
-        self.snapshot = snapshot
-        return self.files()
-
-    def file_may_match(self, entry: ManifestEntry) -> bool:
-        return self.predicate is None or self._file_may_match(entry)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
     from paimon_core.compact import InlineCompactor
 
 logger = logging.getLogger(__name__)
+
+TimeTravel = dt.datetime | int | str | None
+"""An instant to time travel to: a datetime (naive = local time), epoch millis, or 'yyyy-MM-dd HH:mm:ss'."""
 
 
 # Failures after which no snapshot can reference the written files: those files are deleted.
@@ -255,46 +259,85 @@ class Table:
 
     # --- reading -----------------------------------------------------------------------------------------
 
-    def scan(self, filter: FilterLike = None, snapshot_id: int | None = None) -> TableScan:
+    def scan(
+        self,
+        filter: FilterLike = None,
+        snapshot_id: int | None = None,
+        *,
+        tag: str | None = None,
+        timestamp: TimeTravel = None,
+    ) -> TableScan:
+        """Plan a batch read: the snapshot the ``scan.*`` options (or the time travel given here) choose,
+        and its pruned files and splits. See :class:`TableScan`."""
         predicate, _ = parse_filter(filter)
-        return TableScan(self, snapshot_id, predicate)
+        return TableScan(self, snapshot_id, predicate, tag=tag, timestamp=timestamp)
 
     def new_read(self, columns: Sequence[str] | None = None, filter: FilterLike = None) -> TableRead:
         _, expression = parse_filter(filter, self.arrow_schema)
         return TableRead(self, columns, expression)
 
     def _plan(
-        self, columns: Sequence[str] | None, filter: FilterLike, snapshot_id: int | None
+        self,
+        columns: Sequence[str] | None,
+        filter: FilterLike,
+        snapshot_id: int | None,
+        tag: str | None,
+        timestamp: TimeTravel,
     ) -> tuple[TableRead, list[DataSplit]]:
         predicate, expression = parse_filter(filter, self.arrow_schema)
         read = TableRead(self, columns, expression)
-        return read, TableScan(self, snapshot_id, predicate).plan()
+        return read, TableScan(self, snapshot_id, predicate, tag=tag, timestamp=timestamp).plan()
 
     def to_arrow(
-        self, columns: Sequence[str] | None = None, filter: FilterLike = None, snapshot_id: int | None = None
+        self,
+        columns: Sequence[str] | None = None,
+        filter: FilterLike = None,
+        snapshot_id: int | None = None,
+        *,
+        tag: str | None = None,
+        timestamp: TimeTravel = None,
     ) -> pa.Table:
-        """Read the table (or snapshot ``snapshot_id``) into memory.
+        """Read the table into memory: the snapshot the table's ``scan.*`` options choose (the latest by
+        default), or the one time travel names.
 
         Args:
             columns: columns to return; all when None.
             filter: DNF tuples like pyarrow's (``[("dt", "=", "2024-01-01")]``), a
                 :class:`paimon_core.predicate.Predicate`, or a ``pyarrow.compute.Expression``.
             snapshot_id: time travel to this snapshot.
+            tag: time travel to this tag.
+            timestamp: time travel to the snapshot current at this instant (a datetime, epoch millis or
+                ``'yyyy-MM-dd HH:mm:ss'``).
         """
-        read, splits = self._plan(columns, filter, snapshot_id)
+        read, splits = self._plan(columns, filter, snapshot_id, tag, timestamp)
         return read.to_arrow(splits)
 
     def to_batches(
-        self, columns: Sequence[str] | None = None, filter: FilterLike = None, snapshot_id: int | None = None
+        self,
+        columns: Sequence[str] | None = None,
+        filter: FilterLike = None,
+        snapshot_id: int | None = None,
+        *,
+        tag: str | None = None,
+        timestamp: TimeTravel = None,
     ) -> pa.RecordBatchReader:
-        """A streaming reader with bounded memory."""
-        read, splits = self._plan(columns, filter, snapshot_id)
+        """A streaming reader with bounded memory; arguments as for :meth:`to_arrow`."""
+        read, splits = self._plan(columns, filter, snapshot_id, tag, timestamp)
         return read.to_reader(splits)
 
     def to_pandas(
-        self, columns: Sequence[str] | None = None, filter: FilterLike = None, snapshot_id: int | None = None
+        self,
+        columns: Sequence[str] | None = None,
+        filter: FilterLike = None,
+        snapshot_id: int | None = None,
+        *,
+        tag: str | None = None,
+        timestamp: TimeTravel = None,
     ) -> pd.DataFrame:
-        frame: pd.DataFrame = self.to_arrow(columns, filter, snapshot_id).to_pandas()
+        """As :meth:`to_arrow`, as a pandas DataFrame."""
+        frame: pd.DataFrame = self.to_arrow(
+            columns, filter, snapshot_id, tag=tag, timestamp=timestamp
+        ).to_pandas()
         return frame
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:

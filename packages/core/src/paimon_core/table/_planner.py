@@ -1,0 +1,217 @@
+"""Which snapshot a batch read sees: ``scan.*`` options and explicit time travel, resolved in one place.
+
+Every batch read (``Table.to_arrow``/``to_batches``/``scan``, the Spark batch source, the CLI) asks
+:func:`resolve_batch_scan` for a :class:`BatchScanStart`, then :class:`~paimon_core.table.TableScan` prunes
+and splits its files; streaming reads resolve their start through :func:`resolve_mode` and the same helpers.
+Explicit arguments (``snapshot_id=``, ``tag=``, ``timestamp=``) are options too: :func:`scan_options` turns
+them into ``scan.snapshot-id``, ``scan.tag-name`` or ``scan.timestamp-millis`` and drops the table's other
+time-travel options, so an explicit argument always wins. See ``docs/reads.md``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from paimon_core import options as opts
+from paimon_core.errors import ConfigError, SnapshotNotFoundError
+from paimon_core.manifest import ManifestEntry
+from paimon_core.snapshot import Snapshot
+from paimon_core.tag import TagManager
+
+if TYPE_CHECKING:
+    from paimon_core.table._table import Table
+
+__all__ = [
+    "TIME_TRAVEL_KEYS",
+    "BatchScanStart",
+    "created_since",
+    "creation_filter",
+    "required",
+    "resolve_batch_scan",
+    "resolve_mode",
+    "scan_options",
+    "start_snapshot",
+    "timestamp_millis",
+]
+
+TIME_TRAVEL_KEYS = frozenset(
+    {
+        opts.SCAN_MODE.key,
+        opts.SCAN_SNAPSHOT_ID.key,
+        opts.SCAN_TAG_NAME.key,
+        opts.SCAN_TIMESTAMP_MILLIS.key,
+        opts.SCAN_TIMESTAMP.key,
+        opts.INCREMENTAL_BETWEEN.key,
+        opts.INCREMENTAL_BETWEEN_TIMESTAMP.key,
+    }
+)
+"""The options that choose a read's snapshot; an explicit argument replaces all of them."""
+
+
+def scan_options(
+    options: opts.Options,
+    *,
+    snapshot_id: int | None = None,
+    tag: str | None = None,
+    timestamp: dt.datetime | int | str | None = None,
+) -> opts.Options:
+    """``options`` with the explicit time travel of a read applied (at most one of the three).
+
+    Args:
+        snapshot_id: read this snapshot.
+        tag: read the snapshot of this tag.
+        timestamp: read the snapshot current at this instant: a datetime (naive = local time), epoch
+            milliseconds, or ``'yyyy-MM-dd HH:mm:ss'``.
+
+    Raises:
+        ConfigError: more than one was given, or ``timestamp`` is not a point in time.
+    """
+    given: dict[str, Any] = {}
+    if snapshot_id is not None:
+        given[opts.SCAN_SNAPSHOT_ID.key] = snapshot_id
+    if tag is not None:
+        given[opts.SCAN_TAG_NAME.key] = tag
+    if timestamp is not None:
+        given[opts.SCAN_TIMESTAMP_MILLIS.key] = opts.to_millis(timestamp)
+    if len(given) > 1:
+        raise ConfigError("time travel takes one of snapshot_id, tag and timestamp, not several")
+    if not given:
+        return options
+    kept = {k: v for k, v in options.items() if k not in TIME_TRAVEL_KEYS}
+    return opts.Options.of({**kept, **given})
+
+
+def resolve_mode(options: opts.Options) -> str:
+    """``scan.mode=default`` resolved from the other ``scan.*`` options, as Paimon does."""
+    mode = options.get_option(opts.SCAN_MODE)
+    if mode != "default":
+        return "latest-full" if mode == "full" else mode
+    if options.get_option(opts.SCAN_TIMESTAMP_MILLIS) is not None or options.get_option(opts.SCAN_TIMESTAMP):
+        return "from-timestamp"
+    if options.get_option(opts.SCAN_SNAPSHOT_ID) is not None or options.get_option(opts.SCAN_TAG_NAME):
+        return "from-snapshot"
+    if options.get_option(opts.INCREMENTAL_BETWEEN) or options.get_option(opts.INCREMENTAL_BETWEEN_TIMESTAMP):
+        return "incremental"
+    if options.get_option(opts.SCAN_FILE_CREATION_TIME_MILLIS) is not None:
+        return "from-file-creation-time"
+    return "latest-full"
+
+
+def required(options: opts.Options, option: opts.Option[int | None], mode: str) -> int:
+    value = options.get_option(option)
+    if value is None:
+        raise ConfigError(f"scan.mode={mode} needs '{option.key}'", option.key)
+    return value
+
+
+def timestamp_millis(options: opts.Options, mode: str) -> int:
+    """``scan.timestamp-millis``, or ``scan.timestamp`` (a local date-time) converted."""
+    millis = options.get_option(opts.SCAN_TIMESTAMP_MILLIS)
+    if millis is not None:
+        return millis
+    text = options.get_option(opts.SCAN_TIMESTAMP)
+    if text is None:
+        raise ConfigError(f"scan.mode={mode} needs 'scan.timestamp-millis' or 'scan.timestamp'", "scan.mode")
+    return opts.to_millis(text)
+
+
+def start_snapshot(table: Table, options: opts.Options, mode: str) -> Snapshot:
+    """The snapshot of ``scan.tag-name`` (kept by the tag even after it expired) or ``scan.snapshot-id``."""
+    tag = options.get_option(opts.SCAN_TAG_NAME)
+    if tag is not None:
+        return TagManager(table.storage, table.path).tag(tag).snapshot
+    return table.snapshot_manager.snapshot(required(options, opts.SCAN_SNAPSHOT_ID, mode))
+
+
+def creation_filter(options: opts.Options, mode: str) -> int | None:
+    value = options.get_option(opts.SCAN_FILE_CREATION_TIME_MILLIS)
+    if mode == "from-file-creation-time" and value is None:
+        raise ConfigError(f"scan.mode={mode} needs 'scan.file-creation-time-millis'", "scan.mode")
+    return value
+
+
+def created_since(entry: ManifestEntry, since_millis: int | None) -> bool:
+    if since_millis is None:
+        return True
+    created = entry.file.creation_time_epoch_millis()
+    return created is None or created >= since_millis
+
+
+@dataclass(frozen=True)
+class BatchScanStart:
+    """What a batch read reads.
+
+    Attributes:
+        snapshot: the snapshot read (None: the table is empty); for an incremental read, the range's end.
+        file_creation_time_millis: only files created at or after this instant.
+        incremental_from: for an incremental read, the range's exclusive start: only the files the
+            snapshots in ``(incremental_from, snapshot]`` appended are read.
+    """
+
+    snapshot: Snapshot | None
+    file_creation_time_millis: int | None = None
+    incremental_from: int | None = None
+
+
+def resolve_batch_scan(table: Table, options: opts.Options | None = None) -> BatchScanStart:
+    """Resolve ``scan.mode`` and its options (``options``, the table's by default) for a batch read.
+
+    Raises:
+        ConfigError: the mode cannot be used for batch reads, or a needed option is missing or malformed.
+        SnapshotNotFoundError: the snapshot asked for does not exist, or none is as old as the timestamp.
+        TagNotFoundError: the tag does not exist.
+    """
+    options = table.options if options is None else options
+    mode = resolve_mode(options)
+    sm = table.snapshot_manager
+    creation = creation_filter(options, mode)
+    if mode in ("latest-full", "latest", "from-file-creation-time"):
+        return BatchScanStart(sm.latest(), creation)
+    if mode in ("from-snapshot", "from-snapshot-full"):
+        return BatchScanStart(start_snapshot(table, options, mode), creation)
+    if mode == "from-timestamp":
+        millis = timestamp_millis(options, mode)
+        snapshot = sm.snapshot_at_or_before_time(millis)
+        if snapshot is None:
+            raise SnapshotNotFoundError(None, f"no snapshot of {table.identifier} is as old as {millis} ms")
+        return BatchScanStart(snapshot, creation)
+    if mode == "incremental":
+        start, end = _incremental_range(table, options)
+        return BatchScanStart(sm.snapshot(end) if end > start else None, creation, start)
+    raise ConfigError(f"scan.mode={mode} is not supported for batch reads of append tables", "scan.mode")
+
+
+def _incremental_range(table: Table, options: opts.Options) -> tuple[int, int]:
+    """(exclusive start, inclusive end) snapshot ids of ``incremental-between[-timestamp]``."""
+    between = options.get_option(opts.INCREMENTAL_BETWEEN)
+    between_times = options.get_option(opts.INCREMENTAL_BETWEEN_TIMESTAMP)
+    if between is not None:
+        key, bounds = opts.INCREMENTAL_BETWEEN.key, between
+        start, end = (_snapshot_of(table, part) for part in _two(bounds, key))
+    elif between_times is not None:
+        key, bounds = opts.INCREMENTAL_BETWEEN_TIMESTAMP.key, between_times
+        sm = table.snapshot_manager
+        found = [sm.snapshot_at_or_before_time(opts.to_millis(part)) for part in _two(bounds, key)]
+        start, end = (s.id if s is not None else 0 for s in found)
+    else:
+        raise ConfigError("scan.mode=incremental needs 'incremental-between' or "
+                          "'incremental-between-timestamp'", "scan.mode")  # fmt: skip
+    if start > end:
+        raise ConfigError(f"{key}={bounds!r}: the start is after the end", key)
+    return start, end
+
+
+def _two(text: str, key: str) -> tuple[str, str]:
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise ConfigError(f"{key}={text!r}: expected 'start,end'", key)
+    return parts[0], parts[1]
+
+
+def _snapshot_of(table: Table, bound: str) -> int:
+    """A bound of ``incremental-between``: a snapshot id, or a tag name."""
+    if bound.isdigit():
+        return int(bound)
+    return TagManager(table.storage, table.path).tag(bound).snapshot.id

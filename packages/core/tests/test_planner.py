@@ -1,0 +1,115 @@
+"""One planner: every scan option, given as a table option, a dynamic option or an explicit argument, reads
+the same snapshot and rows through every Python entry point."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from paimon_core import Catalog, ConfigError
+from paimon_core.maintenance import create_tag
+from paimon_core.table import Table
+
+SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("p", pa.string())])
+
+
+@pytest.fixture()
+def history(catalog: Catalog) -> dict[str, Any]:
+    """Four snapshots: append 1, append 2, overwrite with 3, append 4; tag 'two' on snapshot 2."""
+    table = catalog.create_table("db.t", SCHEMA, options={"write-only": "true"})
+    times = []
+    for step, ids in enumerate([[1], [2], [3], [4]]):
+        data = pa.table({"id": ids, "p": ["x"] * len(ids)}, schema=SCHEMA)
+        table.overwrite(data) if step == 2 else table.append(data)
+        times.append(table.latest_snapshot().time_millis)  # type: ignore[union-attr]
+        time.sleep(0.01)
+    create_tag(table, "two", 2)
+    return {"catalog": catalog, "times": times}
+
+
+def _local(millis: int) -> str:
+    return dt.datetime.fromtimestamp(millis / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+# (options, expected ids): each resolved by the one planner.
+CASES: list[tuple[str, Callable[[list[int]], dict[str, str]], list[int]]] = [
+    ("latest", lambda t: {}, [3, 4]),
+    ("scan.snapshot-id", lambda t: {"scan.snapshot-id": "2"}, [1, 2]),
+    ("scan.tag-name", lambda t: {"scan.tag-name": "two"}, [1, 2]),
+    ("scan.timestamp-millis", lambda t: {"scan.timestamp-millis": str(t[1])}, [1, 2]),
+    ("scan.timestamp", lambda t: {"scan.timestamp": _local(t[0])}, [1]),
+    ("scan.mode=from-snapshot", lambda t: {"scan.mode": "from-snapshot", "scan.snapshot-id": "1"}, [1]),
+    ("scan.mode=latest-full", lambda t: {"scan.mode": "latest-full"}, [3, 4]),
+    ("incremental-between ids", lambda t: {"incremental-between": "1,2"}, [2]),
+    ("incremental-between tags", lambda t: {"incremental-between": "two,4"}, [4]),  # the overwrite is skipped
+    ("incremental-between-timestamp", lambda t: {"incremental-between-timestamp": f"{t[0]},{t[1]}"}, [2]),
+    ("scan.file-creation-time-millis", lambda t: {"scan.file-creation-time-millis": str(t[2] + 1)}, [4]),
+]
+
+
+def _ids(data: pa.Table) -> list[int]:
+    return sorted(data.column("id").to_pylist())
+
+
+def _read_every_way(table: Table) -> list[list[int]]:
+    via_scan = table.new_read().to_arrow(table.scan().plan())
+    return [_ids(table.to_arrow()), _ids(table.to_batches().read_all()), _ids(via_scan)]
+
+
+@pytest.mark.parametrize(("name", "options", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_every_scan_option_reads_the_same_rows_everywhere(
+    history: dict[str, Any], name: str, options: Callable[[list[int]], dict[str, str]], expected: list[int]
+) -> None:
+    catalog: Catalog = history["catalog"]
+    given = options(history["times"])
+    as_dynamic = catalog.get_table("db.t", **given)
+    assert _read_every_way(as_dynamic) == [expected] * 3
+    catalog.alter_options("db.t", given) if given else None  # as table options
+    assert _read_every_way(catalog.get_table("db.t")) == [expected] * 3
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [({"snapshot_id": 2}, [1, 2]), ({"tag": "two"}, [1, 2]), ({"timestamp": 0}, None)],
+)
+def test_explicit_time_travel_is_the_same_plan_and_wins_over_options(
+    history: dict[str, Any], kwargs: dict[str, Any], expected: list[int] | None
+) -> None:
+    times = history["times"]
+    if expected is None:  # a timestamp: the snapshot current at the second commit
+        kwargs, expected = {"timestamp": times[1]}, [1, 2]
+    table = history["catalog"].get_table("db.t", **{"scan.snapshot-id": "1"})
+    assert _ids(table.to_arrow(**kwargs)) == expected
+    assert _ids(table.to_batches(**kwargs).read_all()) == expected
+    assert _ids(table.new_read().to_arrow(table.scan(**kwargs).plan())) == expected
+    assert _ids(table.to_arrow()) == [1]  # without them, the option decides
+
+
+def test_time_travel_by_datetime_and_text(history: dict[str, Any]) -> None:
+    table = history["catalog"].get_table("db.t")
+    second = history["times"][1]
+    assert _ids(table.to_arrow(timestamp=dt.datetime.fromtimestamp(second / 1000))) == [1, 2]
+    assert _ids(table.to_arrow(timestamp=_local(second))) == [1, 2]
+
+
+def test_conflicting_or_malformed_time_travel_is_refused(history: dict[str, Any]) -> None:
+    table = history["catalog"].get_table("db.t")
+    with pytest.raises(ConfigError, match="one of"):
+        table.to_arrow(snapshot_id=1, tag="two")
+    with pytest.raises(ConfigError, match="not a time"):
+        table.to_arrow(timestamp="yesterday")
+    with pytest.raises(ConfigError, match="start,end"):
+        history["catalog"].get_table("db.t", **{"incremental-between": "3"}).to_arrow()
+    with pytest.raises(ConfigError, match="after the end"):
+        history["catalog"].get_table("db.t", **{"incremental-between": "3,1"}).to_arrow()
+
+
+def test_a_misspelled_option_names_the_close_match(history: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match=re.escape("did you mean 'scan.snapshot-id'")):
+        history["catalog"].get_table("db.t", **{"scan.snapshot-idd": "1"})
