@@ -86,7 +86,7 @@ def test_bad_options(options: dict[str, str]) -> None:
     ("key", "suggestion"),
     [
         ("scan.snapshot-idd", "scan.snapshot-id"),
-        ("s3.endpiont", "s3.endpoint"),
+        ("bucket-keys", "bucket-key"),
         ("consumerid", "consumer-id"),
     ],
 )

@@ -55,3 +55,25 @@ def test_a_misspelled_option_fails_the_read(spark: Any, warehouse: str) -> None:
     reader = spark.read.format("paimon").option("warehouse", warehouse).option("scan.snapshot-idd", "1")
     with pytest.raises(Exception, match=re.escape("did you mean 'scan.snapshot-id'")):
         reader.load("db.t").collect()
+
+
+def test_system_tables_load_in_spark(spark: Any, warehouse: str) -> None:
+    catalog = Catalog.open(warehouse)
+    catalog.create_database("db")
+    table = catalog.create_table("db.t", SCHEMA, partition_keys=["p"])
+    table.append(pa.table({"id": [1, 2], "p": ["a", "b"]}, schema=SCHEMA))
+    table.append(pa.table({"id": [3], "p": ["a"]}, schema=SCHEMA))
+    reader = spark.read.format("paimon").option("warehouse", warehouse)
+    snapshots = reader.load("db.t$snapshots")
+    assert snapshots.columns[:5] == [
+        "snapshot_id",
+        "schema_id",
+        "commit_user",
+        "commit_identifier",
+        "commit_kind",
+    ]
+    assert [r["snapshot_id"] for r in snapshots.orderBy("snapshot_id").collect()] == [1, 2]
+    files = reader.load("db.t$files").collect()
+    python = catalog.get_table("db.t$files").to_arrow().to_pylist()
+    assert sorted(r["file_path"] for r in files) == sorted(r["file_path"] for r in python)
+    assert sorted((r["partition"], r["record_count"]) for r in files) == [("{a}", 1), ("{a}", 1), ("{b}", 1)]

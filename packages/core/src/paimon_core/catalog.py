@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -24,7 +24,7 @@ from paimon_core.errors import (
 from paimon_core.options import Options
 from paimon_core.schema import SchemaManager, TableSchema
 from paimon_core.storage import StorageBackend, get_backend, join_path
-from paimon_core.table import Table
+from paimon_core.table import SystemTable, Table, split_system_name
 from paimon_core.types import DataType, fields_from_arrow_schema, from_arrow_type
 
 logger = logging.getLogger(__name__)
@@ -182,6 +182,35 @@ class Catalog:
         return Table(path, self.storage, table_schema, identifier, self.table_defaults)
 
     def get_table(self, identifier: str, **dynamic_options: Any) -> Table:
+        """The table ``db.t``, with ``dynamic_options`` overriding its stored options for this handle.
+
+        A system table name (``db.t$snapshots``, ``db.t$files``, ...) returns a read-only
+        :class:`~paimon_core.table.SystemTable` (reads only; :meth:`get_system_table` gives it its precise
+        type).
+
+        Raises:
+            TableNotFoundError: no such table.
+            ConfigError: an unknown option or system table.
+        """
+        if split_system_name(identifier)[1] is not None:
+            return cast(Table, self.get_system_table(identifier, **dynamic_options))
+        return self._data_table(identifier, **dynamic_options)
+
+    def get_system_table(self, identifier: str, **dynamic_options: Any) -> SystemTable:
+        """The system table ``db.t$<name>`` (``snapshots``, ``schemas``, ``options``, ``files``,
+        ``manifests``, ``partitions``, ``tags``, ``consumers``, ``branches``) of table ``db.t``; the dynamic
+        options (``scan.snapshot-id``...) choose the snapshot ``$files``, ``$partitions`` and ``$manifests``
+        describe.
+
+        Raises:
+            ConfigError: not a system table name, or an unknown one.
+        """
+        base, system = split_system_name(identifier)
+        if system is None:
+            raise ConfigError(f"{identifier!r} names no system table ('db.t$snapshots', ...)", "table")
+        return SystemTable(self._data_table(base, **dynamic_options), system)
+
+    def _data_table(self, identifier: str, **dynamic_options: Any) -> Table:
         path = self.table_path(identifier)
         schema = SchemaManager(self.storage, path).latest()
         if schema is None:

@@ -76,6 +76,10 @@ class TableAlreadyExistsError(CatalogError, FileExistsError):
 # --- table contents ---------------------------------------------------------------------------------------
 
 
+class ReadOnlyTableError(PaimonError, TypeError):
+    """A write to a table that cannot be written (a system table such as ``t$snapshots``)."""
+
+
 class CorruptMetadataError(PaimonError):
     """A metadata file (snapshot, schema, manifest) cannot be parsed or is missing."""
 

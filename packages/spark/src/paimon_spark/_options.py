@@ -12,8 +12,9 @@ Options of ``spark.read.format("paimon")`` (keys are case-insensitive, as Spark 
   OVERWRITE`` into a Python data source: give SQL views this option instead);
 * ``read.stream.maxfilespertrigger`` / ``read.stream.maxrowspertrigger``: per micro-batch limits;
 * every Paimon option (``scan.snapshot-id``, ``consumer-id``, ``bucket``...) is a dynamic option of the
-  table; keys under a storage backend's prefixes (``s3.endpoint``...) are storage options; any other key is
-  refused with a :class:`~paimon_core.errors.ConfigError` naming the close matches.
+  table; a near miss of one (``scan.snapshot-idd``) is refused with a :class:`~paimon_core.errors.ConfigError`
+  naming the close matches; other keys are storage options (``s3.endpoint``...), which the storage backend
+  checks against the keys it declares.
 
 Session conf ``spark.paimon.<key>`` / ``paimon.<key>`` sets a dynamic option for every table, and
 ``paimon.<catalog>.<db>.<table>.<key>`` (each of the three may be ``*``) for matching tables; more specific
@@ -131,10 +132,16 @@ class SourceConfig:
             if is_paimon_option(key):
                 table_options[key] = value
             elif key.startswith(storage_prefixes):
-                storage_options[key] = value
+                storage_options[key] = value  # the backend refuses keys it does not declare
             else:
-                known = [*_OWN_KEYS, *(o.key for o in opts.all_options()), *storage_keys]
-                raise ConfigError(f"unknown option {key!r}{opts.close_matches(key, known)}", key)
+                # A near miss of a Paimon option is a typo, never a storage setting; other keys may belong to a
+                # storage backend that is not installed here.
+                hint = opts.close_matches(
+                    key, [*_OWN_KEYS, *(o.key for o in opts.all_options()), *storage_keys]
+                )
+                if hint:
+                    raise ConfigError(f"unknown option {key!r}{hint}", key)
+                storage_options[key] = value
         session_mode = (session_conf or {}).get(SPARK_OVERWRITE_MODE_CONF, "static")
         mode = lowered.get("partitionoverwritemode", session_mode).strip().lower()
         if mode not in ("static", "dynamic"):

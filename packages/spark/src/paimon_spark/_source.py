@@ -47,6 +47,7 @@ from paimon_core.table import (
     DataSplit,
     StreamPosition,
     StreamScan,
+    SystemTable,
     Table,
     conform_batch,
     plan_batch,
@@ -102,11 +103,19 @@ class PaimonBatchReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         table = self.config.open_table()
+        if isinstance(table, SystemTable):
+            return [PaimonPartition(0, (), ())]  # metadata: read whole by one task
         splits = plan_batch(table, self.terms or None)
         return _partitions(splits, self.terms) or [PaimonPartition(0, (), ())]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, PaimonPartition)
+        table = self.config.open_table()
+        if isinstance(table, SystemTable):
+            target = to_arrow_schema(self.schema, timezone="UTC")
+            for batch in table.to_batches(columns=self.schema.fieldNames()):
+                yield batch.cast(target, safe=False)
+            return
         yield from _read_partition(self.config, self.schema, partition)
 
 

@@ -12,15 +12,18 @@ from paimon_core.table._stream import (
     plan_batch,
     resolve_batch_scan,
 )
+from paimon_core.table._system import SYSTEM_TABLES, SystemTable, split_system_name
 from paimon_core.table._table import Table, open_table
 from paimon_core.table._write import TableWrite
 
 __all__ = [
+    "SYSTEM_TABLES",
     "BatchScanStart",
     "CommitMessage",
     "DataSplit",
     "StreamPosition",
     "StreamScan",
+    "SystemTable",
     "Table",
     "TableCommit",
     "TableRead",
@@ -30,4 +33,5 @@ __all__ = [
     "open_table",
     "plan_batch",
     "resolve_batch_scan",
+    "split_system_name",
 ]
