@@ -29,6 +29,7 @@ from paimon_core.errors import (
     TableNotFoundError,
 )
 from paimon_core.predicate import Predicate
+from paimon_core.schema_change import Move, SchemaChange
 from paimon_core.snapshot import Snapshot
 from paimon_core.table import (
     CommitMessage,
@@ -58,9 +59,11 @@ __all__ = [
     "CorruptMetadataError",
     "DataFileError",
     "DataSplit",
+    "Move",
     "PaimonError",
     "Predicate",
     "ReadOnlyTableError",
+    "SchemaChange",
     "SchemaError",
     "Snapshot",
     "SnapshotExpiredError",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any, cast
 
 import pyarrow as pa
@@ -23,9 +22,10 @@ from paimon_core.errors import (
 )
 from paimon_core.options import Options
 from paimon_core.schema import SchemaManager, TableSchema
+from paimon_core.schema_change import SchemaChange, apply_changes
 from paimon_core.storage import StorageBackend, get_backend, join_path
 from paimon_core.table import SystemTable, Table, split_system_name
-from paimon_core.types import DataType, fields_from_arrow_schema, from_arrow_type
+from paimon_core.types import DataType, fields_from_arrow_schema
 
 logger = logging.getLogger(__name__)
 
@@ -224,32 +224,33 @@ class Catalog:
             raise TableNotFoundError(identifier)
         self.storage.delete_dir(self.table_path(identifier))
 
+    def alter_table(self, identifier: str, changes: SchemaChange | Sequence[SchemaChange]) -> Table:
+        """Apply schema changes (``SchemaChange.add_column(...)``, ...) as one new schema version.
+
+        Older data files keep their schema: reads map their columns by field id to the new schema (a
+        renamed column keeps its values, a new one reads as null, a widened one is cast).
+
+        Raises:
+            TableNotFoundError: no such table.
+            SchemaError: a change is refused (the message says why); nothing changes.
+            ConfigError: an unknown, malformed or immutable option.
+        """
+        batch = [changes] if isinstance(changes, SchemaChange) else list(changes)
+        manager = SchemaManager(self.storage, self.table_path(split_system_name(identifier)[0]))
+        if manager.latest() is None:
+            raise TableNotFoundError(identifier)
+        manager.commit_change(lambda schema: apply_changes(schema, batch))
+        return self._data_table(identifier)
+
     def add_column(
         self, identifier: str, name: str, data_type: pa.DataType | DataType, description: str | None = None
     ) -> Table:
-        """Add a nullable column at the end (schema evolution: older files read it as null)."""
-        paimon_type = data_type if isinstance(data_type, DataType) else from_arrow_type(data_type, True)
-        manager = SchemaManager(self.storage, self.table_path(identifier))
-        if manager.latest() is None:
-            raise TableNotFoundError(identifier)
-        manager.commit_change(lambda schema: schema.add_columns([(name, paimon_type, description)]))
-        return self.get_table(identifier)
+        """Add a nullable column at the end (older files read it as null); see :meth:`alter_table`."""
+        return self.alter_table(identifier, SchemaChange.add_column(name, data_type, description))
 
     def alter_options(self, identifier: str, set_options: Mapping[str, Any]) -> Table:
-        """Set table options in a new schema version; immutable options cannot change."""
-        changes = Options.of(set_options)
-        changes.validate()
-        manager = SchemaManager(self.storage, self.table_path(identifier))
-        if manager.latest() is None:
-            raise TableNotFoundError(identifier)
-
-        def apply(schema: TableSchema) -> TableSchema:
-            merged = Options.of(schema.options).with_overrides(changes)
-            opts.check_immutable_changes(Options.of(schema.options), merged)
-            return replace(schema, options=dict(merged))
-
-        manager.commit_change(apply)
-        return self.get_table(identifier)
+        """Set table options in a new schema version (immutable options cannot change); see :meth:`alter_table`."""
+        return self.alter_table(identifier, [SchemaChange.set_option(k, v) for k, v in set_options.items()])
 
     def __repr__(self) -> str:
         return f"Catalog({self.warehouse!r})"

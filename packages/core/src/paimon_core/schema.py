@@ -89,7 +89,7 @@ def _reassign_ids(data_type: DataType, ids: _IdCounter) -> DataType:
     return data_type
 
 
-def _split_keys(text: str | None) -> list[str]:
+def split_keys(text: str | None) -> list[str]:
     if text is None or not text.strip():
         return []
     return [k.strip() for k in text.split(",") if k.strip()]
@@ -300,7 +300,7 @@ class TableSchema:
             SchemaError: a bucket key is not a column, is a partition column, or (with a primary key) is
                 not part of the primary key — the checks Java makes.
         """
-        keys = _split_keys(self.options.get("bucket-key"))
+        keys = split_keys(self.options.get("bucket-key"))
         if not keys:
             return self.trimmed_primary_keys()
         unknown = [k for k in keys if k not in self.field_names]
