@@ -48,7 +48,7 @@ from paimon_core.types import (
     from_arrow_type,
 )
 
-__all__ = ["Move", "SchemaChange", "apply_changes"]
+__all__ = ["Move", "SchemaChange", "apply_changes", "widening_refusal"]
 
 TypeLike: TypeAlias = pa.DataType | DataType
 
@@ -246,7 +246,7 @@ def _update_column_type(schema: TableSchema, change: SchemaChange) -> TableSchem
     new_type = change.data_type.copy(old.type.nullable) if change.flag else change.data_type
     if not new_type.nullable and old.type.nullable:
         raise SchemaError(f"column {old.name!r} cannot become NOT NULL: existing rows may hold nulls")
-    reason = _widening_refusal(old.type, new_type)
+    reason = widening_refusal(old.type, new_type)
     if reason:
         raise SchemaError(f"cannot change column {old.name!r} from {old.type} to {new_type}: {reason}")
     return _replace_field(schema, old.name, replace(old, type=new_type))
@@ -306,7 +306,7 @@ _APPLY = {
 _INTEGERS: list[type[DataType]] = [TinyIntType, SmallIntType, IntType, BigIntType]
 
 
-def _widening_refusal(old: DataType, new: DataType) -> str | None:
+def widening_refusal(old: DataType, new: DataType) -> str | None:
     """None when every value of ``old`` is a value of ``new``; else why not."""
     old_kind, new_kind = type(old), type(new)
     if isinstance(new, VarCharType) and new.length >= MAX_LENGTH:

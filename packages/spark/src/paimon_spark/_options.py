@@ -11,6 +11,8 @@ Options of ``spark.read.format("paimon")`` (keys are case-insensitive, as Spark 
   (captured by ``register``), else ``static``. (Under ``dynamic`` Spark itself refuses SQL ``INSERT
   OVERWRITE`` into a Python data source: give SQL views this option instead);
 * ``read.stream.maxfilespertrigger`` / ``read.stream.maxrowspertrigger``: per micro-batch limits;
+* ``mergeSchema`` / ``write.merge-schema``: a write adds the DataFrame's new columns to the table and widens
+  column types that the DataFrame widened, before it writes;
 * every Paimon option (``scan.snapshot-id``, ``consumer-id``, ``bucket``...) is a dynamic option of the
   table; a near miss of one (``scan.snapshot-idd``) is refused with a :class:`~paimon_core.errors.ConfigError`
   naming the close matches; other keys are storage options (``s3.endpoint``...), which the storage backend
@@ -40,6 +42,7 @@ _CONF_PREFIXES = ("spark.paimon.", "paimon.")
 MAX_FILES_PER_TRIGGER = "read.stream.maxfilespertrigger"
 MAX_ROWS_PER_TRIGGER = "read.stream.maxrowspertrigger"
 SPARK_OVERWRITE_MODE_CONF = "spark.sql.sources.partitionOverwriteMode"
+MERGE_SCHEMA_KEYS = ("mergeschema", "write.merge-schema")  # Spark's spelling, and Paimon's
 _OWN_KEYS = frozenset(
     {
         "path",
@@ -50,6 +53,7 @@ _OWN_KEYS = frozenset(
         "partitionoverwritemode",
         MAX_FILES_PER_TRIGGER,
         MAX_ROWS_PER_TRIGGER,
+        *MERGE_SCHEMA_KEYS,
     }
 )
 
@@ -103,6 +107,7 @@ class SourceConfig:
     dynamic_overwrite: bool = False
     max_files_per_trigger: int | None = None
     max_rows_per_trigger: int | None = None
+    merge_schema: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str], session_conf: Mapping[str, str] | None = None) -> SourceConfig:
@@ -157,6 +162,7 @@ class SourceConfig:
             dynamic_overwrite=mode == "dynamic",
             max_files_per_trigger=_positive_int(lowered, MAX_FILES_PER_TRIGGER),
             max_rows_per_trigger=_positive_int(lowered, MAX_ROWS_PER_TRIGGER),
+            merge_schema=any(opts.parse_bool(lowered[k]) for k in MERGE_SCHEMA_KEYS if k in lowered),
         )
 
     @staticmethod

@@ -42,6 +42,8 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from paimon_core.errors import SchemaError, TableNotFoundError
+from paimon_core.schema import SchemaManager
+from paimon_core.schema_change import SchemaChange, apply_changes, widening_refusal
 from paimon_core.table import (
     CommitMessage,
     DataSplit,
@@ -52,6 +54,7 @@ from paimon_core.table import (
     conform_batch,
     plan_batch,
 )
+from paimon_core.types import from_arrow_type
 from paimon_spark._filters import Term, to_terms
 from paimon_spark._options import SourceConfig
 from paimon_spark._types import from_spark_schema, to_spark_schema
@@ -192,8 +195,31 @@ def _ensure_table(config: SourceConfig, schema: StructType) -> Table:
             exist_ok=True,
         )
         table = config.open_table()
+    if config.merge_schema:
+        table = _merge_schema(config, table, schema)
     _check_fits(table, schema)
     return table
+
+
+def _merge_schema(config: SourceConfig, table: Table, schema: StructType) -> Table:
+    """Add the DataFrame's new columns (nullable, at the end) and widen the types it widened."""
+    incoming = from_spark_schema(schema)
+    current = table.arrow_schema
+    changes = []
+    for column in incoming:
+        if column.name not in current.names:
+            changes.append(SchemaChange.add_column(column.name, column.type))
+        elif current.field(column.name).type != column.type:
+            old, new = (from_arrow_type(t) for t in (current.field(column.name).type, column.type))
+            if widening_refusal(old, new) is None:  # narrower data is cast on write instead
+                changes.append(
+                    SchemaChange.update_column_type(column.name, column.type, keep_nullability=True)
+                )
+    if not changes:
+        return table
+    logger.info("merging the schema of %s: %s", table.identifier, changes)
+    SchemaManager(table.storage, table.path).commit_change(lambda latest: apply_changes(latest, changes))
+    return config.open_table()
 
 
 def _check_fits(table: Table, schema: StructType) -> None:

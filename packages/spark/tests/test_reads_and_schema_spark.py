@@ -1,4 +1,4 @@
-"""Spark batch reads go through the one planner: every scan option reads what the Python API reads."""
+"""Spark through the one planner (every scan option reads what Python reads), system tables, mergeSchema."""
 
 from __future__ import annotations
 
@@ -77,3 +77,20 @@ def test_system_tables_load_in_spark(spark: Any, warehouse: str) -> None:
     python = catalog.get_table("db.t$files").to_arrow().to_pylist()
     assert sorted(r["file_path"] for r in files) == sorted(r["file_path"] for r in python)
     assert sorted((r["partition"], r["record_count"]) for r in files) == [("{a}", 1), ("{a}", 1), ("{b}", 1)]
+
+
+def test_merge_schema_adds_and_widens_columns(spark: Any, warehouse: str) -> None:
+    catalog = Catalog.open(warehouse)
+    catalog.create_database("db")
+    narrow = pa.schema([pa.field("id", pa.int32()), pa.field("p", pa.string())])
+    catalog.create_table("db.t", narrow).append(pa.table({"id": [1], "p": ["a"]}, schema=narrow))
+    df = spark.createDataFrame([(2**40, "b", 1.5)], "id bigint, p string, score double")
+    writer = df.write.format("paimon").option("warehouse", warehouse).mode("append")
+    with pytest.raises(Exception, match="score"):  # without mergeSchema the new column is refused
+        writer.save("db.t")
+    writer.option("mergeSchema", "true").save("db.t")
+    table = catalog.get_table("db.t")
+    assert table.arrow_schema.names == ["id", "p", "score"]
+    assert table.arrow_schema.field("id").type == pa.int64()
+    rows = sorted(table.to_arrow().to_pylist(), key=lambda r: r["id"])
+    assert rows == [{"id": 1, "p": "a", "score": None}, {"id": 2**40, "p": "b", "score": 1.5}]
