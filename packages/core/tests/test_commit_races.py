@@ -239,3 +239,27 @@ def test_attempts_that_lose_the_race_delete_their_manifests(table: Table, tmp_pa
     result = remove_orphan_files(table, older_than=FAR_FUTURE, now_millis=FAR_FUTURE_MS)
     assert [p for p in result.deleted if "/manifest/" in p] == []
     assert _ids(table) == [1, 2, 3]
+
+
+def test_a_writers_inline_compaction_that_lost_its_race_keeps_the_data_commit(table: Table) -> None:
+    from dataclasses import replace
+
+    from paimon_core.compact import compact_table
+
+    table.append(_rows(1))
+    table.append(_rows(2))
+    inputs = tuple(e.file for e in table.live_entries())
+    compact_table(table.copy({"compaction.min.file-num": "2"}))  # another compaction replaced the inputs
+
+    def written(*ids: int) -> Any:
+        writer = table.new_write()
+        writer.write(_rows(*ids))
+        return writer.prepare_commit()[0]
+
+    new, output = written(3), written(1, 2)
+    message = replace(new, compact_before=inputs, compact_after=output.new_files)
+    created = table.new_commit().commit([message])  # the APPEND lands; the stale rewrite is dropped
+    assert len(created) == 1 and table.snapshot_manager.snapshot(created[0]).commit_kind.value == "APPEND"
+    assert _ids(table) == [1, 2, 3]
+    path = f"{table.bucket_dir(output.partition, output.bucket)}/{output.new_files[0].file_name}"
+    assert not table.storage.exists(path)  # the dropped rewrite's file is deleted

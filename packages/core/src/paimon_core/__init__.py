@@ -10,6 +10,7 @@ Quick tour::
     table.to_arrow(filter=[("dt", "=", "2024-01-01")])
 """
 
+from paimon_core._standard_hooks import STANDARD_HOOKS
 from paimon_core._version import __version__
 from paimon_core.catalog import Catalog
 from paimon_core.consumer import Consumer, ConsumerManager
@@ -44,6 +45,9 @@ from paimon_core.table import (
     TableWrite,
     open_table,
 )
+from paimon_core.table._hooks import set_default_hooks
+
+set_default_hooks(STANDARD_HOOKS)  # compaction and expiration plug into tables from above
 
 __all__ = [
     "Catalog",

@@ -25,7 +25,7 @@ from paimon_core import options as opts
 from paimon_core.compact._task import CompactTask
 from paimon_core.errors import CorruptMetadataError, SnapshotExpiredError, SnapshotNotFoundError
 from paimon_core.manifest import DataFileMeta, FileKind, ManifestEntry
-from paimon_core.table._scan import explain_missing, live_entries, manifest_metas, read_entries
+from paimon_core.table import explain_missing, live_entries, manifest_metas, read_entries
 
 if TYPE_CHECKING:
     from paimon_core.predicate import Predicate

@@ -20,7 +20,7 @@ from paimon_core.compact._job import CompactJob, Progress
 from paimon_core.compact._runner import LocalRunner, delete_outputs
 from paimon_core.compact._task import rewrite_files
 from paimon_core.manifest import DataFileMeta, FileSource
-from paimon_core.table._messages import CommitMessage
+from paimon_core.table import CommitMessage
 
 if TYPE_CHECKING:
     from paimon_core.table import Table

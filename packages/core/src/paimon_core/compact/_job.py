@@ -38,9 +38,7 @@ from paimon_core.errors import (
     SnapshotExpiredError,
 )
 from paimon_core.manifest import DataFileMeta, FileIdentifier, ManifestEntry
-from paimon_core.table._commit import TableCommit
-from paimon_core.table._messages import CommitMessage
-from paimon_core.table._scan import live_entries
+from paimon_core.table import CommitMessage, TableCommit, live_entries
 
 if TYPE_CHECKING:
     from paimon_core.table import Table

@@ -17,7 +17,7 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPool
 from typing import TYPE_CHECKING, Protocol
 
 from paimon_core.manifest import DataFileMeta
-from paimon_core.table._messages import CommitMessage
+from paimon_core.table import CommitMessage
 
 if TYPE_CHECKING:
     from paimon_core.table import Table

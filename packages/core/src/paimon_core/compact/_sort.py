@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from paimon_core.compact._task import read_files, write_sorted
 from paimon_core.errors import ConfigError, SchemaError
 from paimon_core.manifest import DataFileMeta
-from paimon_core.table._messages import CommitMessage
+from paimon_core.table import CommitMessage
 
 if TYPE_CHECKING:
     from paimon_core.table import Table

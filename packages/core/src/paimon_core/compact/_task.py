@@ -19,10 +19,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from paimon_core.manifest import DataFileMeta, FileSource
-from paimon_core.table._messages import CommitMessage
-from paimon_core.table._read import TableRead
-from paimon_core.table._scan import DataSplit
-from paimon_core.table._write import _BucketWriter
+from paimon_core.table import CommitMessage, DataFileWriter, DataSplit, TableRead
 
 if TYPE_CHECKING:
     from paimon_core.table import Table
@@ -96,8 +93,8 @@ def read_files(
 
 def _new_writer(
     table: Table, partition: bytes, bucket: int, first_sequence: int, file_source: int
-) -> _BucketWriter:
-    return _BucketWriter(
+) -> DataFileWriter:
+    return DataFileWriter(
         table=table,
         partition=partition,
         directory=table.bucket_dir(partition, bucket),

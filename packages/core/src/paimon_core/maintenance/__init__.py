@@ -1,6 +1,6 @@
 """Table maintenance, as Paimon's procedures: tags, rollback, snapshot expiration, orphan file removal."""
 
-from paimon_core.maintenance._expire import expire_snapshots
+from paimon_core.maintenance._expire import expire_snapshots, might_expire
 from paimon_core.maintenance._orphans import OrphanCleanResult, remove_orphan_files
 from paimon_core.maintenance._tags import create_tag, delete_tag, rollback_to
 
@@ -9,6 +9,7 @@ __all__ = [
     "create_tag",
     "delete_tag",
     "expire_snapshots",
+    "might_expire",
     "remove_orphan_files",
     "rollback_to",
 ]

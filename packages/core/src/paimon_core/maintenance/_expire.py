@@ -50,7 +50,7 @@ from paimon_core.manifest import (
 from paimon_core.options import to_millis
 from paimon_core.snapshot import EARLIEST_HINT, Snapshot
 from paimon_core.storage import Capability, join_path, parent_path
-from paimon_core.table._scan import live_entries
+from paimon_core.table import live_entries
 from paimon_core.tag import TagManager
 
 if TYPE_CHECKING:

@@ -2,9 +2,17 @@
 
 from paimon_core.table._commit import TableCommit
 from paimon_core.table._convert import conform_batch
+from paimon_core.table._hooks import TableHooks, default_hooks, set_default_hooks
 from paimon_core.table._messages import CommitMessage
 from paimon_core.table._read import TableRead
-from paimon_core.table._scan import DataSplit, TableScan
+from paimon_core.table._scan import (
+    DataSplit,
+    TableScan,
+    explain_missing,
+    live_entries,
+    manifest_metas,
+    read_entries,
+)
 from paimon_core.table._stream import (
     BatchScanStart,
     StreamPosition,
@@ -14,24 +22,32 @@ from paimon_core.table._stream import (
 )
 from paimon_core.table._system import SYSTEM_TABLES, SystemTable, split_system_name
 from paimon_core.table._table import Table, open_table
-from paimon_core.table._write import TableWrite
+from paimon_core.table._write import DataFileWriter, TableWrite
 
 __all__ = [
     "SYSTEM_TABLES",
     "BatchScanStart",
     "CommitMessage",
+    "DataFileWriter",
     "DataSplit",
     "StreamPosition",
     "StreamScan",
     "SystemTable",
     "Table",
     "TableCommit",
+    "TableHooks",
     "TableRead",
     "TableScan",
     "TableWrite",
     "conform_batch",
+    "default_hooks",
+    "explain_missing",
+    "live_entries",
+    "manifest_metas",
     "open_table",
     "plan_batch",
+    "read_entries",
     "resolve_batch_scan",
+    "set_default_hooks",
     "split_system_name",
 ]

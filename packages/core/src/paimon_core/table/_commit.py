@@ -174,9 +174,22 @@ class TableCommit:
             created += self._commit_with_retry(kind, lambda _latest: attempt, commit_identifier)
         if compact_entries:
             attempt_c = _Attempt(CommitKind.COMPACT, compact_entries, check_conflicts=True)
-            created += self._commit_with_retry(
-                CommitKind.COMPACT, lambda _latest: attempt_c, commit_identifier
-            )
+            try:
+                created += self._commit_with_retry(
+                    CommitKind.COMPACT, lambda _latest: attempt_c, commit_identifier
+                )
+            except (CommitConflictError, CommitRetriesExhaustedError) as exc:
+                if not append_entries:
+                    raise  # a compaction alone: its job re-plans
+                # A writer's inline compaction lost to another compaction or an overwrite: the data landed,
+                # only the rewrite is dropped (every engine's writers get this, not just Table.append).
+                logger.info("inline compaction of %s lost a race: %s", self.table.identifier, exc)
+                self.table.delete_new_files(
+                    [
+                        CommitMessage(m.partition, m.bucket, m.total_buckets, compact_after=m.compact_after)
+                        for m in messages
+                    ]
+                )
         self._expire_after(created)
         return created
 
@@ -242,14 +255,11 @@ class TableCommit:
 
         The commit has landed whatever happens here: a failure is logged, never raised.
         """
-        if not created or self.table.options.get_option(opts.WRITE_ONLY):
+        hook = self.table.hooks.after_commit
+        if not created or hook is None or self.table.options.get_option(opts.WRITE_ONLY):
             return
         try:
-            # imported here: the maintenance package imports this one
-            from paimon_core.maintenance._expire import expire_snapshots, might_expire
-
-            if might_expire(self.table, max(created)):
-                expire_snapshots(self.table)
+            hook(self.table, created)
         except Exception:
             logger.warning(
                 "snapshot expiration after a commit to %s failed", self.table.identifier, exc_info=True

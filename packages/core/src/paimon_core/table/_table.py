@@ -28,6 +28,7 @@ from paimon_core.schema import SchemaManager, TableSchema
 from paimon_core.snapshot import Snapshot, SnapshotManager
 from paimon_core.storage import StorageBackend, get_backend, join_path
 from paimon_core.table._commit import TableCommit
+from paimon_core.table._hooks import CommitCompactor, TableHooks, default_hooks
 from paimon_core.table._live import LiveFileIndex
 from paimon_core.table._messages import CommitMessage
 from paimon_core.table._read import TableRead
@@ -38,7 +39,6 @@ from paimon_core.types import DataType, to_arrow_schema
 if TYPE_CHECKING:
     import pandas as pd
 
-    from paimon_core.compact import InlineCompactor
 
 logger = logging.getLogger(__name__)
 
@@ -70,8 +70,10 @@ class Table:
         schema: TableSchema,
         identifier: str | None = None,
         dynamic_options: Mapping[str, Any] | None = None,
+        hooks: TableHooks | None = None,
     ) -> None:
         self.path = path.rstrip("/")
+        self.hooks = hooks or default_hooks()
         self.storage = storage
         self.schema = schema
         self.identifier = identifier or self.path
@@ -87,7 +89,7 @@ class Table:
         self.snapshot_manager = SnapshotManager(storage, self.path)
         self._partition_cache: dict[bytes, dict[str, Any]] = {}
         self._bucket_dirs: dict[tuple[bytes, int], str] = {}
-        self._inline_compactor: InlineCompactor | None = None
+        self._inline_compactor: CommitCompactor | None = None
         self._live_files: LiveFileIndex | None = None
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -219,12 +221,16 @@ class Table:
         written buckets, unaware-bucket tables run the compaction coordinator of this handle. Compaction
         commits separately (COMPACT), after the APPEND, and never makes the append fail.
         """
-        created = self._write_and_commit(data, _commit_then_compact)
-        if created is not None and self.bucket == -1 and not self.options.get_option(opts.WRITE_ONLY):
+        created = self._write_and_commit(data, lambda commit, messages: commit.commit(messages))
+        factory = self.hooks.commit_compactor
+        if (
+            created is not None
+            and factory is not None
+            and self.bucket == -1
+            and not self.options.get_option(opts.WRITE_ONLY)
+        ):
             if self._inline_compactor is None:
-                from paimon_core.compact import InlineCompactor
-
-                self._inline_compactor = InlineCompactor(self)
+                self._inline_compactor = factory(self)
             self._inline_compactor.after_commit()
         return created
 
@@ -345,32 +351,6 @@ class Table:
 
     def __repr__(self) -> str:
         return f"Table({self.identifier!r}, schema_id={self.schema.id}, path={self.path!r})"
-
-
-def _commit_then_compact(commit: TableCommit, messages: list[CommitMessage]) -> list[int]:
-    """Commit the new files, then the writers' inline compaction; a lost compaction race only logs."""
-    appended = [
-        CommitMessage(m.partition, m.bucket, m.total_buckets, new_files=m.new_files) for m in messages
-    ]
-    compacted = [
-        CommitMessage(
-            m.partition,
-            m.bucket,
-            m.total_buckets,
-            compact_before=m.compact_before,
-            compact_after=m.compact_after,
-        )
-        for m in messages
-        if m.compact_before
-    ]
-    created = commit.commit([m for m in appended if m.new_files])
-    if compacted:
-        try:
-            created += commit.commit(compacted)
-        except (CommitConflictError, CommitRetriesExhaustedError) as exc:
-            logger.info("inline compaction of %s lost a race: %s", commit.table.identifier, exc)
-            commit.abort(compacted)
-    return created
 
 
 def open_table(uri: str, storage_options: Mapping[str, str] | None = None, **dynamic_options: Any) -> Table:

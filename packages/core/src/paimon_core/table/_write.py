@@ -23,10 +23,10 @@ from paimon_core.partition import partition_path
 from paimon_core.stats import StatsCollector
 from paimon_core.storage import join_path
 from paimon_core.table._convert import conform_batch, iter_batches
+from paimon_core.table._hooks import BucketCompaction
 from paimon_core.table._messages import CommitMessage
 
 if TYPE_CHECKING:
-    from paimon_core.compact import InlineBucketCompaction
     from paimon_core.table._table import Table
 
 logger = logging.getLogger(__name__)
@@ -62,7 +62,7 @@ class _OpenFile:
 
 
 @dataclass
-class _BucketWriter:
+class DataFileWriter:
     """Rolling Parquet writer for one (partition, bucket); rows are buffered into row groups."""
 
     table: Table
@@ -256,7 +256,7 @@ class TableWrite:
 
     def __init__(self, table: Table) -> None:
         self.table = table
-        self._writers: dict[tuple[bytes, int], _BucketWriter] = {}
+        self._writers: dict[tuple[bytes, int], DataFileWriter] = {}
         self._paths: dict[bytes, str] = {}
         self._arrow_schema = table.arrow_schema
         self._buffer_limit = table.options.get_option(opts.WRITE_BUFFER_SIZE)
@@ -264,11 +264,10 @@ class TableWrite:
         self._restored_seq: dict[tuple[bytes, int], int] | None = None
         self._closed = False
         # Inline compaction (spec §6.1): bucketed writers compact per bucket unless write-only.
-        self._inline: InlineBucketCompaction | None = None
-        if table.bucket > 0 and not table.options.get_option(opts.WRITE_ONLY):
-            from paimon_core.compact import InlineBucketCompaction
-
-            self._inline = InlineBucketCompaction(table)
+        self._inline: BucketCompaction | None = None
+        factory = table.hooks.bucket_compaction
+        if factory is not None and table.bucket > 0 and not table.options.get_option(opts.WRITE_ONLY):
+            self._inline = factory(table)
 
     def write(self, data: Any) -> None:
         """Write an Arrow table / batch / reader, an iterable of batches, or a pandas DataFrame.
@@ -312,7 +311,7 @@ class TableWrite:
             part = batch if len(indices) == batch.num_rows else batch.take(indices)
             yield (values, bucket), part
 
-    def _writer_for(self, partition_values: tuple[Any, ...], bucket: int) -> _BucketWriter:
+    def _writer_for(self, partition_values: tuple[Any, ...], bucket: int) -> DataFileWriter:
         table = self.table
         partition = (
             serialize_row(list(partition_values), table.partition_types) if partition_values else EMPTY_ROW
@@ -331,7 +330,7 @@ class TableWrite:
                 )
                 directory = join_path(table.path, relative) if relative else table.path
                 self._paths[partition] = directory
-            writer = _BucketWriter(
+            writer = DataFileWriter(
                 table=table,
                 partition=partition,
                 directory=join_path(directory, f"bucket-{bucket}"),
@@ -389,10 +388,13 @@ class TableWrite:
                     )
                 )
         options = self.table.options
-        if options.get_option(opts.PRECOMMIT_COMPACT) and not options.get_option(opts.WRITE_ONLY):
-            from paimon_core.compact import precommit_compact
-
-            messages = precommit_compact(self.table, messages)
+        precommit = self.table.hooks.precommit
+        if (
+            precommit
+            and options.get_option(opts.PRECOMMIT_COMPACT)
+            and not options.get_option(opts.WRITE_ONLY)
+        ):
+            messages = precommit(self.table, messages)
         return messages
 
     def abort(self, messages: list[CommitMessage] | None = None) -> None:

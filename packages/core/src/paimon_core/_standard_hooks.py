@@ -1,0 +1,29 @@
+"""The standard table hooks: what Paimon's writers and committers do around a commit.
+
+Installed by ``paimon_core/__init__.py``, above every subpackage, so that ``table/`` depends on neither
+``compact/`` nor ``maintenance/`` (see :mod:`paimon_core.table._hooks`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from paimon_core.compact import InlineBucketCompaction, InlineCompactor, precommit_compact
+from paimon_core.maintenance import expire_snapshots, might_expire
+from paimon_core.table import Table, TableHooks
+
+__all__ = ["STANDARD_HOOKS"]
+
+
+def _expire_after_commit(table: Table, created: Sequence[int]) -> None:
+    """Expire snapshots after a commit, as Java's committer does (cheaply skipped when nothing can expire)."""
+    if might_expire(table, max(created)):
+        expire_snapshots(table)
+
+
+STANDARD_HOOKS = TableHooks(
+    after_commit=_expire_after_commit,
+    commit_compactor=InlineCompactor,
+    bucket_compaction=InlineBucketCompaction,
+    precommit=precommit_compact,
+)
