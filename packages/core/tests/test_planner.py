@@ -4,6 +4,7 @@ the same snapshot and rows through every Python entry point."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 import time
 from collections.abc import Callable
@@ -12,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from paimon_core import Catalog, ConfigError
+from paimon_core import Catalog, ConfigError, cli
 from paimon_core.maintenance import create_tag
 from paimon_core.table import Table
 
@@ -62,14 +63,26 @@ def _read_every_way(table: Table) -> list[list[int]]:
     return [_ids(table.to_arrow()), _ids(table.to_batches().read_all()), _ids(via_scan)]
 
 
+def _cli_ids(table: Table, options: dict[str, str], capsys: pytest.CaptureFixture[str]) -> list[int]:
+    capsys.readouterr()
+    args = ["read", table.path, "--columns", "id", *(f"--option={k}={v}" for k, v in options.items())]
+    assert cli.main(args) == 0
+    return sorted(json.loads(line)["id"] for line in capsys.readouterr().out.splitlines())
+
+
 @pytest.mark.parametrize(("name", "options", "expected"), CASES, ids=[c[0] for c in CASES])
 def test_every_scan_option_reads_the_same_rows_everywhere(
-    history: dict[str, Any], name: str, options: Callable[[list[int]], dict[str, str]], expected: list[int]
+    history: dict[str, Any],
+    name: str,
+    options: Callable[[list[int]], dict[str, str]],
+    expected: list[int],
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     catalog: Catalog = history["catalog"]
     given = options(history["times"])
     as_dynamic = catalog.get_table("db.t", **given)
     assert _read_every_way(as_dynamic) == [expected] * 3
+    assert _cli_ids(as_dynamic, given, capsys) == expected  # the CLI: paimon read --option k=v
     catalog.alter_options("db.t", given) if given else None  # as table options
     assert _read_every_way(catalog.get_table("db.t")) == [expected] * 3
 
@@ -113,3 +126,24 @@ def test_conflicting_or_malformed_time_travel_is_refused(history: dict[str, Any]
 def test_a_misspelled_option_names_the_close_match(history: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match=re.escape("did you mean 'scan.snapshot-id'")):
         history["catalog"].get_table("db.t", **{"scan.snapshot-idd": "1"})
+
+
+def test_the_cli_reads_time_travel_and_system_tables(
+    history: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = history["catalog"].get_table("db.t").path
+    capsys.readouterr()
+    assert cli.main(["read", path, "--tag", "two", "--columns", "id"]) == 0
+    assert sorted(json.loads(line)["id"] for line in capsys.readouterr().out.splitlines()) == [1, 2]
+    assert (
+        cli.main(["read", f"{path}$snapshots", "--columns", "snapshot_id,commit_kind", "--format", "csv"])
+        == 0
+    )
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        '1,"APPEND"',
+        '2,"APPEND"',
+        '3,"OVERWRITE"',
+        '4,"APPEND"',
+    ]
+    assert cli.main(["read", path, "--option", "scan.snapshot-idd=1"]) == 1
+    assert "did you mean 'scan.snapshot-id'" in capsys.readouterr().err

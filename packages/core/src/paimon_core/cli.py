@@ -9,8 +9,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+
 from paimon_core.errors import PaimonError
-from paimon_core.table import Table, open_table
+from paimon_core.table import SystemTable, Table, open_table, split_system_name
 
 
 def _human_size(size: float) -> str:
@@ -243,6 +246,51 @@ def _run_maintenance(args: argparse.Namespace) -> bool:
     return True
 
 
+def _add_read_command(commands: Any) -> None:
+    read = commands.add_parser("read", help="print rows of a table or a system table (JSON lines or CSV)")
+    read.add_argument(
+        "table_uri", help="the table directory; append $snapshots, $files, ... for a system table"
+    )
+    read.add_argument(
+        "--option", action="append", default=[], metavar="K=V", help="dynamic option, e.g. scan.tag-name=t"
+    )
+    travel = read.add_mutually_exclusive_group()
+    travel.add_argument("--snapshot", type=int, default=None, help="time travel to this snapshot")
+    travel.add_argument("--tag", default=None, help="time travel to this tag")
+    travel.add_argument(
+        "--timestamp", default=None, help="time travel to 'yyyy-MM-dd HH:mm:ss' or epoch millis"
+    )
+    read.add_argument("--columns", default=None, help="comma-separated columns (default: all)")
+    read.add_argument("--limit", type=int, default=None, help="print at most this many rows")
+    read.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+
+
+def _run_read(args: argparse.Namespace) -> None:
+    """Read through the same planner as every other entry point (options, time travel, system tables)."""
+    location, system = split_system_name(args.table_uri)
+    table = open_table(location, None, **_conf(args.option))
+    columns = args.columns.split(",") if args.columns else None
+    if system:
+        if args.snapshot is not None or args.tag is not None or args.timestamp is not None:
+            table = table.copy(
+                {k: v for k, v in (("scan.snapshot-id", args.snapshot), ("scan.tag-name", args.tag),
+                                   ("scan.timestamp", args.timestamp)) if v is not None}
+            )  # fmt: skip
+        data = SystemTable(table, system).to_arrow(columns)
+    else:
+        timestamp = int(args.timestamp) if args.timestamp and args.timestamp.isdigit() else args.timestamp
+        data = table.to_arrow(columns, snapshot_id=args.snapshot, tag=args.tag, timestamp=timestamp)
+    if args.limit is not None:
+        data = data.slice(0, args.limit)
+    if args.format == "csv":
+        sink = pa.BufferOutputStream()
+        pa_csv.write_csv(data, sink)
+        sys.stdout.write(sink.getvalue().to_pybytes().decode("utf-8"))
+        return
+    for row in data.to_pylist():
+        print(json.dumps(row, default=str, ensure_ascii=False))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="paimon", description="Inspect and maintain Apache Paimon tables.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -252,12 +300,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     info.add_argument("--json", action="store_true", help="print JSON instead of text")
     info.add_argument("--snapshots", type=int, default=20, help="how many recent snapshots to list")
+    _add_read_command(commands)
     _add_compact_commands(commands)
     _add_maintenance_commands(commands)
     args = parser.parse_args(argv)
     try:
         if _run_maintenance(args):
             pass
+        elif args.command == "read":
+            _run_read(args)
         elif args.command == "compact":
             _run_compact(args)
         elif args.command == "compact-database":
