@@ -147,3 +147,22 @@ def test_the_cli_reads_time_travel_and_system_tables(
     ]
     assert cli.main(["read", path, "--option", "scan.snapshot-idd=1"]) == 1
     assert "did you mean 'scan.snapshot-id'" in capsys.readouterr().err
+
+
+def test_a_bounded_watermark_ends_the_stream(catalog: Catalog) -> None:
+    from paimon_core.table import StreamScan
+
+    table = catalog.create_table("db.w", SCHEMA, options={"write-only": "true"})
+    for ident, watermark in [(1, 10), (2, None), (3, 30), (4, 40)]:
+        writer = table.new_write()
+        writer.write(pa.table({"id": [ident], "p": ["x"]}, schema=SCHEMA))
+        table.new_commit().commit(writer.prepare_commit(), watermark=watermark)
+    assert [s.watermark for s in table.snapshots()] == [10, 10, 30, 40]  # snapshots keep the largest
+    bounded = catalog.get_table("db.w", **{"scan.mode": "from-snapshot", "scan.snapshot-id": "1",
+                                           "scan.bounded.watermark": "20"})  # fmt: skip
+    scan = StreamScan(bounded)
+    start = scan.starting_position()
+    end = scan.advance(start)
+    assert scan.ended and end.snapshot_id == 3  # snapshot 3 passes the bound: the stream ends before it
+    assert _ids(bounded.new_read().to_arrow(scan.plan(start, end))) == [1, 2]
+    assert scan.advance(end) == end  # nothing more, ever

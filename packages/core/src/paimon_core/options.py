@@ -517,6 +517,14 @@ INCREMENTAL_BETWEEN_TIMESTAMP: Option[str | None] = _declare(
         "Read what was appended between two instants: 'start,end' in epoch millis or local date-times.",
     )
 )
+SCAN_BOUNDED_WATERMARK: Option[int | None] = _declare(
+    Option(
+        "scan.bounded.watermark",
+        _optional(int),
+        None,
+        "A streaming read ends before the first snapshot whose watermark is larger than this.",
+    )
+)
 SCAN_FILE_CREATION_TIME_MILLIS: Option[int | None] = _declare(
     Option(
         "scan.file-creation-time-millis", _optional(int), None, "Read only files created at or after this."

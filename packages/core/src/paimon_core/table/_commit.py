@@ -69,6 +69,7 @@ class _Attempt:
     kind: CommitKind
     entries: list[ManifestEntry]
     check_conflicts: bool
+    watermark: int | None = None  # the writer's event-time watermark; snapshots keep the largest
 
 
 @dataclass(frozen=True)
@@ -137,9 +138,16 @@ class TableCommit:
     # --- public API ---------------------------------------------------------------------------------
 
     def commit(
-        self, messages: Sequence[CommitMessage], commit_identifier: int = BATCH_COMMIT_IDENTIFIER
+        self,
+        messages: Sequence[CommitMessage],
+        commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
+        *,
+        watermark: int | None = None,
     ) -> list[int]:
         """Commit messages: an APPEND (or OVERWRITE, when files are deleted) then a COMPACT snapshot.
+
+        ``watermark`` (epoch millis of event time, as a streaming writer tracks it) is recorded in the
+        snapshot; a snapshot keeps the largest watermark seen so far (``scan.bounded.watermark`` reads it).
 
         Returns:
             The ids of the snapshots created; empty when there was nothing to commit, or when these
@@ -170,10 +178,12 @@ class TableCommit:
         has_deletes = any(e.kind == FileKind.DELETE for e in append_entries)
         if append_entries or self._force_create_snapshot(messages):
             kind = CommitKind.OVERWRITE if has_deletes else CommitKind.APPEND
-            attempt = _Attempt(kind, append_entries, check_conflicts=has_deletes)
+            attempt = _Attempt(kind, append_entries, check_conflicts=has_deletes, watermark=watermark)
             created += self._commit_with_retry(kind, lambda _latest: attempt, commit_identifier)
         if compact_entries:
-            attempt_c = _Attempt(CommitKind.COMPACT, compact_entries, check_conflicts=True)
+            attempt_c = _Attempt(
+                CommitKind.COMPACT, compact_entries, check_conflicts=True, watermark=watermark
+            )
             try:
                 created += self._commit_with_retry(
                     CommitKind.COMPACT, lambda _latest: attempt_c, commit_identifier
@@ -200,6 +210,7 @@ class TableCommit:
         *,
         dynamic: bool | None = None,
         commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
+        watermark: int | None = None,
     ) -> list[int]:
         """Replace live data with the messages' files in one OVERWRITE snapshot.
 
@@ -244,7 +255,9 @@ class TableCommit:
             # `latest`, so re-checking them against `latest` would find nothing.
             live = table.live_files.at(latest)
             doomed = [replace(e, kind=FileKind.DELETE) for e in live.values() if scope(e)]
-            return _Attempt(CommitKind.OVERWRITE, doomed + new_entries, check_conflicts=False)
+            return _Attempt(
+                CommitKind.OVERWRITE, doomed + new_entries, check_conflicts=False, watermark=watermark
+            )
 
         created = self._commit_with_retry(CommitKind.OVERWRITE, build, commit_identifier)
         self._expire_after(created)
@@ -799,7 +812,7 @@ class TableCommit:
             total_record_count=(latest.total_record_count if latest else 0) + delta_rows,
             delta_record_count=delta_rows,
             changelog_record_count=0,
-            watermark=latest.watermark if latest else None,
+            watermark=_max_watermark(latest.watermark if latest else None, attempt.watermark),
             statistics=latest.statistics if latest and same_schema else None,
             next_row_id=latest.next_row_id if latest else None,
         )
@@ -833,3 +846,9 @@ def _same_partition_value(stored: Any, given: Any) -> bool:
     if isinstance(stored, str) or isinstance(given, str):
         return str(stored) == str(given)
     return bool(stored == given)
+
+
+def _max_watermark(previous: int | None, new: int | None) -> int | None:
+    if previous is None or new is None:
+        return new if previous is None else previous
+    return max(previous, new)

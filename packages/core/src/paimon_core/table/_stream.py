@@ -107,6 +107,9 @@ class StreamScan:
         self.consumer_id = consumer_id or table.options.get_option(opts.CONSUMER_ID)
         self._file_cache: dict[tuple[int, bool], list[ManifestEntry]] = {}
         self.pruner = Pruner(table, self.predicate)
+        self.watermark_bound = table.options.get_option(opts.SCAN_BOUNDED_WATERMARK)
+        self._bound_checked = 0
+        self._bounded_end: int | None = None
 
     # --- where to start --------------------------------------------------------------------------------
 
@@ -177,8 +180,26 @@ class StreamScan:
     # --- moving -----------------------------------------------------------------------------------------
 
     def latest_position(self) -> StreamPosition:
-        """The position after everything committed so far (the next snapshot to appear)."""
-        return StreamPosition((self.table.snapshot_manager.latest_id() or 0) + 1)
+        """The position after everything committed so far (the next snapshot to appear), or, with
+        ``scan.bounded.watermark``, before the first snapshot whose watermark passes the bound (the stream
+        ends there)."""
+        latest = self.table.snapshot_manager.latest_id() or 0
+        if self.watermark_bound is None:
+            return StreamPosition(latest + 1)
+        if self._bounded_end is None:
+            sm = self.table.snapshot_manager
+            for snapshot_id in range(max(self._bound_checked + 1, sm.earliest_id() or 1), latest + 1):
+                watermark = sm.snapshot(snapshot_id).watermark
+                if watermark is not None and watermark > self.watermark_bound:
+                    self._bounded_end = snapshot_id
+                    break
+                self._bound_checked = snapshot_id
+        return StreamPosition(self._bounded_end if self._bounded_end is not None else latest + 1)
+
+    @property
+    def ended(self) -> bool:
+        """Whether a bounded stream has reached its end (``scan.bounded.watermark``)."""
+        return self._bounded_end is not None
 
     def advance(
         self, start: StreamPosition, max_files: int | None = None, max_rows: int | None = None
