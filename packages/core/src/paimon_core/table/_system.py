@@ -53,6 +53,8 @@ _SCHEMAS: dict[str, pa.Schema] = {
             pa.field("delta_record_count", pa.int64()),
             pa.field("changelog_record_count", pa.int64()),
             pa.field("watermark", pa.int64()),
+            pa.field("next_row_id", pa.int64()),
+            pa.field("writer_version", pa.string()),
         ]
     ),
     "schemas": pa.schema(
@@ -102,6 +104,8 @@ _SCHEMAS: dict[str, pa.Schema] = {
             pa.field("schema_id", pa.int64(), nullable=False),
             pa.field("min_partition_stats", pa.string()),
             pa.field("max_partition_stats", pa.string()),
+            pa.field("min_row_id", pa.int64()),
+            pa.field("max_row_id", pa.int64()),
         ]
     ),
     "partitions": pa.schema(
@@ -111,6 +115,14 @@ _SCHEMAS: dict[str, pa.Schema] = {
             pa.field("file_size_in_bytes", pa.int64(), nullable=False),
             pa.field("file_count", pa.int64(), nullable=False),
             pa.field("last_update_time", _TS),
+            # kept by catalogs that track partitions (not a filesystem catalog): null / false here
+            pa.field("created_at", _TS),
+            pa.field("created_by", pa.string()),
+            pa.field("updated_by", pa.string()),
+            pa.field("options", pa.string()),
+            pa.field("total_buckets", pa.int32(), nullable=False),
+            pa.field("done", pa.bool_(), nullable=False),
+            pa.field("deleted_record_count", pa.int64()),
         ]
     ),
     "tags": pa.schema(
@@ -286,6 +298,8 @@ def _snapshots(table: Table) -> Iterator[dict[str, Any]]:
             "delta_record_count": s.delta_record_count,
             "changelog_record_count": s.changelog_record_count,
             "watermark": s.watermark,
+            "next_row_id": s.next_row_id,
+            "writer_version": s.writer_version,
         }
 
 
@@ -365,11 +379,15 @@ def _manifests(table: Table) -> Iterator[dict[str, Any]]:
                 "schema_id": meta.schema_id,
                 "min_partition_stats": _row_text(deserialize_row(stats.min_values, types)) if types else "{}",
                 "max_partition_stats": _row_text(deserialize_row(stats.max_values, types)) if types else "{}",
+                "min_row_id": meta.min_row_id,
+                "max_row_id": meta.max_row_id,
             }
 
 
 def _partitions(table: Table) -> Iterator[dict[str, Any]]:
     totals: dict[bytes, list[int]] = {}
+    buckets: dict[bytes, set[int]] = {}
+    deleted: dict[bytes, int] = {}
     for entry in TableScan(table).files():
         file = entry.file
         created = file.creation_time_epoch_millis() or 0
@@ -378,6 +396,8 @@ def _partitions(table: Table) -> Iterator[dict[str, Any]]:
         total[1] += file.file_size
         total[2] += 1
         total[3] = max(total[3], created)
+        buckets.setdefault(entry.partition, set()).add(entry.bucket)
+        deleted[entry.partition] = deleted.get(entry.partition, 0) + (file.delete_row_count or 0)
     for partition, (rows, size, count, updated) in sorted(totals.items()):
         yield {
             "partition": _partition_text(table, partition),
@@ -385,6 +405,13 @@ def _partitions(table: Table) -> Iterator[dict[str, Any]]:
             "file_size_in_bytes": size,
             "file_count": count,
             "last_update_time": _local(updated or None),
+            "created_at": None,
+            "created_by": None,
+            "updated_by": None,
+            "options": None,
+            "total_buckets": len(buckets[partition]),
+            "done": False,
+            "deleted_record_count": deleted[partition],
         }
 
 
