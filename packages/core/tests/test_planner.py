@@ -166,3 +166,12 @@ def test_a_bounded_watermark_ends_the_stream(catalog: Catalog) -> None:
     assert scan.ended and end.snapshot_id == 3  # snapshot 3 passes the bound: the stream ends before it
     assert _ids(bounded.new_read().to_arrow(scan.plan(start, end))) == [1, 2]
     assert scan.advance(end) == end  # nothing more, ever
+
+
+def test_a_batch_read_says_it_ignores_streaming_only_options(
+    history: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    table = history["catalog"].get_table("db.t", **{"consumer-id": "job", "scan.bounded.watermark": "5"})
+    with caplog.at_level("WARNING", logger="paimon_core.table._planner"):
+        assert _ids(table.to_arrow()) == [3, 4]
+    assert "ignores the streaming-only options ['consumer-id', 'scan.bounded.watermark']" in caplog.text

@@ -11,6 +11,7 @@ time-travel options, so an explicit argument always wins. See ``docs/reads.md``.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,8 @@ from paimon_core.tag import TagManager
 
 if TYPE_CHECKING:
     from paimon_core.table._table import Table
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "TIME_TRAVEL_KEYS",
@@ -155,6 +158,18 @@ class BatchScanStart:
     incremental_from: int | None = None
 
 
+STREAMING_ONLY_KEYS = frozenset(
+    {
+        opts.SCAN_BOUNDED_WATERMARK.key,
+        opts.CONSUMER_ID.key,
+        opts.CONSUMER_IGNORE_PROGRESS.key,
+        opts.CONSUMER_MODE.key,
+        opts.CONTINUOUS_DISCOVERY_INTERVAL.key,
+    }
+)
+"""Options only streaming reads use: a batch read given them (as dynamic options) says it ignores them."""
+
+
 def resolve_batch_scan(table: Table, options: opts.Options | None = None) -> BatchScanStart:
     """Resolve ``scan.mode`` and its options (``options``, the table's by default) for a batch read.
 
@@ -164,6 +179,11 @@ def resolve_batch_scan(table: Table, options: opts.Options | None = None) -> Bat
         TagNotFoundError: the tag does not exist.
     """
     options = table.options if options is None else options
+    ignored = sorted(
+        k for k in options if k in STREAMING_ONLY_KEYS and table.schema.options.get(k) != options[k]
+    )
+    if ignored:
+        logger.warning("a batch read of %s ignores the streaming-only options %s", table.identifier, ignored)
     mode = resolve_mode(options)
     sm = table.snapshot_manager
     creation = creation_filter(options, mode)
