@@ -175,3 +175,11 @@ def test_a_batch_read_says_it_ignores_streaming_only_options(
     with caplog.at_level("WARNING", logger="paimon_core.table._planner"):
         assert _ids(table.to_arrow()) == [3, 4]
     assert "ignores the streaming-only options ['consumer-id', 'scan.bounded.watermark']" in caplog.text
+
+
+def test_catalog_options_refuse_near_misses(tmp_path: Any) -> None:
+    with pytest.raises(ConfigError, match=re.escape("did you mean 'commit.max-retries'")):
+        Catalog.open(str(tmp_path / "wh"), **{"commit.max-retires": "3"})
+    assert Catalog.open(str(tmp_path / "wh"), **{"commit.max-retries": "3"}).table_defaults == {
+        "commit.max-retries": "3"
+    }

@@ -23,7 +23,7 @@ from paimon_core.errors import (
 from paimon_core.options import Options
 from paimon_core.schema import SchemaManager, TableSchema
 from paimon_core.schema_change import SchemaChange, apply_changes
-from paimon_core.storage import StorageBackend, get_backend, join_path
+from paimon_core.storage import StorageBackend, default_registry, get_backend, join_path
 from paimon_core.table import SystemTable, Table, split_system_name
 from paimon_core.types import DataType, fields_from_arrow_schema
 
@@ -61,8 +61,18 @@ class Catalog:
 
     @classmethod
     def open(cls, uri: str, **options: Any) -> Catalog:
-        """Open the catalog of the warehouse at ``uri``; options are storage settings (``s3.endpoint``...)."""
+        """Open the catalog of the warehouse at ``uri``; options are storage settings (``s3.endpoint``...) and
+        table options every table gets (``commit.*``, ``lock.*``...).
+
+        Raises:
+            ConfigError: a key is a near miss of a Paimon or storage option, or the storage backend refuses a
+                key under its prefixes.
+        """
         string_options = {k: str(v) for k, v in options.items()}
+        for key in string_options:
+            hint = misspelled_option(key)
+            if hint:
+                raise ConfigError(f"unknown catalog option {key!r}{hint}", key)
         storage = get_backend(uri, string_options)
         storage.mkdirs(uri)
         return cls(uri, storage, string_options)
@@ -262,3 +272,15 @@ def _check_keys(kind: str, keys: Sequence[str], names: Sequence[str]) -> None:
         raise SchemaError(f"{kind}s not in the schema: {', '.join(unknown)}")
     if len(set(keys)) != len(keys):
         raise SchemaError(f"duplicate {kind}s: {list(keys)}")
+
+
+def misspelled_option(key: str) -> str:
+    """For a key that is neither a Paimon option nor under a storage backend's prefixes: the close matches
+    (" (did you mean 'x'?)") when it looks like a typo of one, else "" (it may belong to a storage backend
+    that is not installed here)."""
+    if opts.known_option(key) is not None or key.startswith("fields."):
+        return ""
+    prefixes, storage_keys = default_registry().storage_option_keys()
+    if key.startswith(prefixes):
+        return ""  # the backend checks the keys under its own prefixes
+    return opts.close_matches(key, [*(o.key for o in opts.all_options()), *storage_keys])

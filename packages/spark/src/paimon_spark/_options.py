@@ -30,9 +30,8 @@ from dataclasses import dataclass, field
 
 from paimon_core import Catalog
 from paimon_core import options as opts
-from paimon_core.catalog import split_identifier
+from paimon_core.catalog import misspelled_option, split_identifier
 from paimon_core.errors import ConfigError
-from paimon_core.storage import default_registry
 from paimon_core.table import Table, open_table
 
 __all__ = ["SourceConfig", "conf_dynamic_options", "is_paimon_option"]
@@ -130,23 +129,18 @@ class SourceConfig:
         database, table = cls._names(location, is_path)
         table_options = conf_dynamic_options(session_conf or {}, catalog, database, table)
         storage_options: dict[str, str] = {}
-        storage_prefixes, storage_keys = default_registry().storage_option_keys()
         for key, value in lowered.items():
             if key in _OWN_KEYS:
                 continue
             if is_paimon_option(key):
                 table_options[key] = value
-            elif key.startswith(storage_prefixes):
-                storage_options[key] = value  # the backend refuses keys it does not declare
-            else:
-                # A near miss of a Paimon option is a typo, never a storage setting; other keys may belong to a
-                # storage backend that is not installed here.
-                hint = opts.close_matches(
-                    key, [*_OWN_KEYS, *(o.key for o in opts.all_options()), *storage_keys]
-                )
-                if hint:
-                    raise ConfigError(f"unknown option {key!r}{hint}", key)
-                storage_options[key] = value
+                continue
+            # A near miss of a Paimon option is a typo, never a storage setting; storage backends check the
+            # keys under their prefixes themselves.
+            hint = misspelled_option(key) or opts.close_matches(key, _OWN_KEYS)
+            if hint:
+                raise ConfigError(f"unknown option {key!r}{hint}", key)
+            storage_options[key] = value
         session_mode = (session_conf or {}).get(SPARK_OVERWRITE_MODE_CONF, "static")
         mode = lowered.get("partitionoverwritemode", session_mode).strip().lower()
         if mode not in ("static", "dynamic"):
