@@ -183,3 +183,6 @@ def test_catalog_options_refuse_near_misses(tmp_path: Any) -> None:
     assert Catalog.open(str(tmp_path / "wh"), **{"commit.max-retries": "3"}).table_defaults == {
         "commit.max-retries": "3"
     }
+
+    with pytest.raises(ConfigError, match="unknown option 'nonsense'"):
+        Catalog.open(str(tmp_path / "wh"), nonsense="1")

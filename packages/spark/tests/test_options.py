@@ -93,3 +93,8 @@ def test_bad_options(options: dict[str, str]) -> None:
 def test_a_misspelled_option_is_refused_with_the_close_match(key: str, suggestion: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(f"did you mean '{suggestion}'")):
         SourceConfig.parse({"path": "db.t", "warehouse": "/wh", key: "1"})
+
+
+def test_an_unknown_option_is_refused_even_without_a_close_match() -> None:
+    with pytest.raises(ConfigError, match="unknown option 'completely-unknown'"):
+        SourceConfig.parse({"path": "db.t", "warehouse": "/wh", "completely-unknown": "1"})

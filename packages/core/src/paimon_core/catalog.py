@@ -70,9 +70,7 @@ class Catalog:
         """
         string_options = {k: str(v) for k, v in options.items()}
         for key in string_options:
-            hint = misspelled_option(key)
-            if hint:
-                raise ConfigError(f"unknown catalog option {key!r}{hint}", key)
+            check_option_key(key)
         storage = get_backend(uri, string_options)
         storage.mkdirs(uri)
         return cls(uri, storage, string_options)
@@ -274,13 +272,21 @@ def _check_keys(kind: str, keys: Sequence[str], names: Sequence[str]) -> None:
         raise SchemaError(f"duplicate {kind}s: {list(keys)}")
 
 
-def misspelled_option(key: str) -> str:
-    """For a key that is neither a Paimon option nor under a storage backend's prefixes: the close matches
-    (" (did you mean 'x'?)") when it looks like a typo of one, else "" (it may belong to a storage backend
-    that is not installed here)."""
-    if opts.known_option(key) is not None or key.startswith("fields."):
-        return ""
+# Option prefixes of storage backends that may not be installed here (their keys pass to the backend, which
+# checks them when it is installed).
+_STORAGE_PREFIXES = ("s3.", "s3a.", "fs.", "gcs.", "gs.", "azure.", "az.", "oss.", "hadoop.", "storage.")
+
+
+def check_option_key(key: str, extra: Sequence[str] = ()) -> None:
+    """Accept a Paimon option, a storage option (under a backend's prefixes) or one of ``extra``.
+
+    Raises:
+        ConfigError: any other key, naming the close matches.
+    """
+    if key in extra or opts.known_option(key) is not None or key.startswith("fields."):
+        return
     prefixes, storage_keys = default_registry().storage_option_keys()
-    if key.startswith(prefixes):
-        return ""  # the backend checks the keys under its own prefixes
-    return opts.close_matches(key, [*(o.key for o in opts.all_options()), *storage_keys])
+    if key.startswith((*prefixes, *_STORAGE_PREFIXES)):
+        return  # the backend checks the keys under its own prefixes
+    known = [*extra, *(o.key for o in opts.all_options()), *storage_keys]
+    raise ConfigError(f"unknown option {key!r}{opts.close_matches(key, known)}", key)

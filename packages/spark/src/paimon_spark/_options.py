@@ -14,9 +14,9 @@ Options of ``spark.read.format("paimon")`` (keys are case-insensitive, as Spark 
 * ``mergeSchema`` / ``write.merge-schema``: a write adds the DataFrame's new columns to the table and widens
   column types that the DataFrame widened, before it writes;
 * every Paimon option (``scan.snapshot-id``, ``consumer-id``, ``bucket``...) is a dynamic option of the
-  table; a near miss of one (``scan.snapshot-idd``) is refused with a :class:`~paimon_core.errors.ConfigError`
-  naming the close matches; other keys are storage options (``s3.endpoint``...), which the storage backend
-  checks against the keys it declares.
+  table; keys under a storage backend's prefixes (``s3.endpoint``...) are storage options, which the backend
+  checks against the keys it declares; any other key is refused with a
+  :class:`~paimon_core.errors.ConfigError` naming the close matches (``scan.snapshot-idd``).
 
 Session conf ``spark.paimon.<key>`` / ``paimon.<key>`` sets a dynamic option for every table, and
 ``paimon.<catalog>.<db>.<table>.<key>`` (each of the three may be ``*``) for matching tables; more specific
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from paimon_core import Catalog
 from paimon_core import options as opts
-from paimon_core.catalog import misspelled_option, split_identifier
+from paimon_core.catalog import check_option_key, split_identifier
 from paimon_core.errors import ConfigError
 from paimon_core.table import Table, open_table
 
@@ -42,6 +42,8 @@ MAX_FILES_PER_TRIGGER = "read.stream.maxfilespertrigger"
 MAX_ROWS_PER_TRIGGER = "read.stream.maxrowspertrigger"
 SPARK_OVERWRITE_MODE_CONF = "spark.sql.sources.partitionOverwriteMode"
 MERGE_SCHEMA_KEYS = ("mergeschema", "write.merge-schema")  # Spark's spelling, and Paimon's
+# Options Spark itself reads and also hands to the data source.
+_SPARK_KEYS = ("checkpointlocation", "queryname", "__partition_columns")
 _OWN_KEYS = frozenset(
     {
         "path",
@@ -53,6 +55,7 @@ _OWN_KEYS = frozenset(
         MAX_FILES_PER_TRIGGER,
         MAX_ROWS_PER_TRIGGER,
         *MERGE_SCHEMA_KEYS,
+        *_SPARK_KEYS,
     }
 )
 
@@ -135,11 +138,7 @@ class SourceConfig:
             if is_paimon_option(key):
                 table_options[key] = value
                 continue
-            # A near miss of a Paimon option is a typo, never a storage setting; storage backends check the
-            # keys under their prefixes themselves.
-            hint = misspelled_option(key) or opts.close_matches(key, _OWN_KEYS)
-            if hint:
-                raise ConfigError(f"unknown option {key!r}{hint}", key)
+            check_option_key(key, tuple(_OWN_KEYS))  # storage backends check the keys under their prefixes
             storage_options[key] = value
         session_mode = (session_conf or {}).get(SPARK_OVERWRITE_MODE_CONF, "static")
         mode = lowered.get("partitionoverwritemode", session_mode).strip().lower()
