@@ -186,3 +186,44 @@ def test_catalog_options_refuse_near_misses(tmp_path: Any) -> None:
 
     with pytest.raises(ConfigError, match="unknown option 'nonsense'"):
         Catalog.open(str(tmp_path / "wh"), nonsense="1")
+
+
+# (options, expected start): where a new stream starts, resolved by the same planner.
+STREAM_CASES: list[tuple[str, Callable[[list[int]], dict[str, str]], tuple[int, bool]]] = [
+    ("latest-full", lambda t: {}, (4, True)),
+    ("latest", lambda t: {"scan.mode": "latest"}, (5, False)),
+    ("from-snapshot", lambda t: {"scan.snapshot-id": "2"}, (2, False)),
+    ("from-snapshot tag", lambda t: {"scan.tag-name": "two"}, (2, False)),
+    ("from-snapshot-full", lambda t: {"scan.mode": "from-snapshot-full", "scan.snapshot-id": "2"}, (2, True)),
+    ("from-timestamp", lambda t: {"scan.timestamp-millis": str(t[1])}, (2, False)),
+    ("consumer progress", lambda t: {"consumer-id": "job"}, (3, False)),
+    ("consumer ignored", lambda t: {"consumer-id": "job", "consumer.ignore-progress": "true"}, (4, True)),
+    ("unknown consumer", lambda t: {"consumer-id": "new", "scan.snapshot-id": "1"}, (1, False)),
+]
+
+
+@pytest.mark.parametrize(("name", "options", "expected"), STREAM_CASES, ids=[c[0] for c in STREAM_CASES])
+def test_every_stream_start_is_planned_in_one_place(
+    history: dict[str, Any],
+    name: str,
+    options: Callable[[list[int]], dict[str, str]],
+    expected: tuple[int, bool],
+) -> None:
+    from paimon_core.consumer import Consumer, ConsumerManager
+    from paimon_core.table import StreamScan
+    from paimon_core.table._planner import resolve_stream_start
+
+    table = history["catalog"].get_table("db.t", **options(history["times"]))
+    ConsumerManager(table.storage, table.path).reset_consumer("job", Consumer(3))
+    start = resolve_stream_start(table)
+    assert (start.snapshot_id, start.full) == expected
+    position = StreamScan(table).starting_position()  # the stream asks the planner
+    assert (position.snapshot_id, position.full) == expected
+
+
+def test_a_batch_only_mode_is_refused_for_a_stream(history: dict[str, Any]) -> None:
+    from paimon_core.table._planner import resolve_stream_start
+
+    table = history["catalog"].get_table("db.t", **{"incremental-between": "1,2"})
+    with pytest.raises(ConfigError, match="not supported for streaming reads"):
+        resolve_stream_start(table)

@@ -2,7 +2,8 @@
 
 Every batch read (``Table.to_arrow``/``to_batches``/``scan``, the Spark batch source, the CLI) asks
 :func:`resolve_batch_scan` for a :class:`BatchScanStart`, then :class:`~paimon_core.table.TableScan` prunes
-and splits its files; streaming reads resolve their start through :func:`resolve_mode` and the same helpers.
+and splits its files; every streaming read (Python and Spark) asks :func:`resolve_stream_start` for a
+:class:`StreamStart` (consumer progress first, then ``scan.mode``) and the same pruner serves its files.
 Explicit arguments (``snapshot_id=``, ``tag=``, ``timestamp=``) are options too: :func:`scan_options` turns
 them into ``scan.snapshot-id``, ``scan.tag-name`` or ``scan.timestamp-millis`` and drops the table's other
 time-travel options, so an explicit argument always wins. See ``docs/reads.md``.
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from paimon_core import options as opts
+from paimon_core.consumer import ConsumerManager
 from paimon_core.errors import ConfigError, SnapshotNotFoundError
 from paimon_core.manifest import ManifestEntry
 from paimon_core.snapshot import Snapshot
@@ -27,13 +29,16 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "STREAM_MODES",
     "TIME_TRAVEL_KEYS",
     "BatchScanStart",
+    "StreamStart",
     "created_since",
     "creation_filter",
     "required",
     "resolve_batch_scan",
     "resolve_mode",
+    "resolve_stream_start",
     "scan_options",
     "start_snapshot",
     "timestamp_millis",
@@ -235,3 +240,66 @@ def _snapshot_of(table: Table, bound: str) -> int:
     if bound.isdigit():
         return int(bound)
     return TagManager(table.storage, table.path).tag(bound).snapshot.id
+
+
+STREAM_MODES = (
+    "latest",
+    "latest-full",
+    "full",
+    "from-snapshot",
+    "from-snapshot-full",
+    "from-timestamp",
+    "from-file-creation-time",
+)
+"""The ``scan.mode`` values a streaming read accepts (``incremental`` is batch only)."""
+
+
+@dataclass(frozen=True)
+class StreamStart:
+    """Where a new stream starts: before snapshot ``snapshot_id``, reading all its live files (``full``)
+    or only its delta."""
+
+    snapshot_id: int
+    full: bool = False
+
+
+def resolve_stream_start(table: Table, options: opts.Options | None = None) -> StreamStart:
+    """Resolve where a new streaming read starts: the consumer's recorded progress when ``consumer-id``
+    names one (unless ``consumer.ignore-progress``), else ``scan.mode`` and its options.
+
+    Raises:
+        ConfigError: the mode cannot be used for streaming reads, or a needed option is missing or malformed.
+        SnapshotNotFoundError: the snapshot asked for does not exist.
+        TagNotFoundError: the tag does not exist.
+    """
+    options = table.options if options is None else options
+    mode = resolve_mode(options)
+    if mode not in STREAM_MODES:
+        raise ConfigError(f"scan.mode={mode} is not supported for streaming reads", "scan.mode")
+    consumer_id = options.get_option(opts.CONSUMER_ID)
+    if consumer_id and not options.get_option(opts.CONSUMER_IGNORE_PROGRESS):
+        consumer = ConsumerManager(table.storage, table.path).consumer(consumer_id)
+        if consumer is not None:
+            return StreamStart(consumer.next_snapshot)
+    sm = table.snapshot_manager
+    latest, earliest = sm.latest_id(), sm.earliest_id()
+    if mode in ("latest-full", "full", "from-file-creation-time"):
+        # An empty table: its first snapshot's delta is all its data.
+        return StreamStart(latest, full=True) if latest is not None else StreamStart(1)
+    if mode == "latest":
+        return StreamStart((latest or 0) + 1)
+    if mode == "from-snapshot":
+        tag = options.get_option(opts.SCAN_TAG_NAME)
+        if tag is not None:
+            wanted = TagManager(table.storage, table.path).tag(tag).snapshot.id
+        else:
+            wanted = required(options, opts.SCAN_SNAPSHOT_ID, mode)
+        return StreamStart(max(wanted, earliest or wanted))
+    if mode == "from-snapshot-full":
+        return StreamStart(start_snapshot(table, options, mode).id, full=True)
+    # from-timestamp: deltas from (the last snapshot committed before the instant) + 1.
+    millis = timestamp_millis(options, mode)
+    before = sm.snapshot_at_or_before_time(millis - 1)
+    if before is not None:
+        return StreamStart(before.id + 1)
+    return StreamStart(earliest or 1)

@@ -8,8 +8,8 @@ rows. After the starting snapshot, only APPEND snapshots contribute (their delta
 OVERWRITE snapshots are skipped, so compaction never re-emits rows (``streaming-read-append-overwrite`` makes
 an OVERWRITE's new files count too).
 
-Batch reads use the same resolution of ``scan.mode`` through :func:`resolve_batch_scan` (time travel by
-snapshot id or timestamp, file creation time filters).
+Where a stream starts is resolved by :func:`~paimon_core.table._planner.resolve_stream_start`, next to the
+batch resolution (:func:`resolve_batch_scan`); one :class:`Pruner` serves both.
 """
 
 from __future__ import annotations
@@ -26,17 +26,15 @@ from paimon_core.manifest import ManifestEntry
 from paimon_core.predicate import FilterLike, Predicate, parse_filter
 from paimon_core.snapshot import CommitKind, Snapshot
 from paimon_core.table._planner import (
+    STREAM_MODES,
     BatchScanStart,
     created_since,
     creation_filter,
-    required,
     resolve_batch_scan,
     resolve_mode,
-    start_snapshot,
-    timestamp_millis,
+    resolve_stream_start,
 )
 from paimon_core.table._scan import DataSplit, Pruner, TableScan, make_splits
-from paimon_core.tag import TagManager
 
 if TYPE_CHECKING:
     from paimon_core.table._table import Table
@@ -48,16 +46,6 @@ __all__ = [
     "plan_batch",
     "resolve_batch_scan",
 ]
-
-_STREAM_MODES = (
-    "latest",
-    "latest-full",
-    "full",
-    "from-snapshot",
-    "from-snapshot-full",
-    "from-timestamp",
-    "from-file-creation-time",
-)
 
 
 def plan_batch(table: Table, filter: FilterLike = None) -> list[DataSplit]:
@@ -100,7 +88,7 @@ class StreamScan:
         self.table = table
         self.predicate: Predicate | None = parse_filter(filter)[0]
         self.mode = resolve_mode(table.options)
-        if self.mode not in _STREAM_MODES:
+        if self.mode not in STREAM_MODES:
             raise ConfigError(f"scan.mode={self.mode} is not supported for streaming reads", "scan.mode")
         self.creation_since = creation_filter(table.options, self.mode)
         self.read_overwrite = table.options.get_option(opts.STREAMING_READ_APPEND_OVERWRITE)
@@ -115,36 +103,11 @@ class StreamScan:
 
     def starting_position(self) -> StreamPosition:
         """The first position of a new stream (from consumer progress or the scan mode)."""
-        if self.consumer_id and not self.table.options.get_option(opts.CONSUMER_IGNORE_PROGRESS):
-            consumer = ConsumerManager(self.table.storage, self.table.path).consumer(self.consumer_id)
-            if consumer is not None:
-                return StreamPosition(consumer.next_snapshot)
-        return self._mode_start()
-
-    def _mode_start(self) -> StreamPosition:
-        options, mode, sm = self.table.options, self.mode, self.table.snapshot_manager
-        latest = sm.latest_id()
-        earliest = sm.earliest_id()
-        if mode in ("latest-full", "from-file-creation-time"):
-            # An empty table: its first snapshot's delta is all its data.
-            return StreamPosition(latest, full=True) if latest is not None else StreamPosition(1)
-        if mode == "latest":
-            return StreamPosition((latest or 0) + 1)
-        if mode == "from-snapshot":
-            tag = options.get_option(opts.SCAN_TAG_NAME)
-            if tag is not None:
-                wanted = TagManager(self.table.storage, self.table.path).tag(tag).snapshot.id
-            else:
-                wanted = required(options, opts.SCAN_SNAPSHOT_ID, mode)
-            return StreamPosition(max(wanted, earliest or wanted))
-        if mode == "from-snapshot-full":
-            return StreamPosition(start_snapshot(self.table, options, mode).id, full=True)
-        # from-timestamp: deltas from (the last snapshot committed before the instant) + 1.
-        millis = timestamp_millis(options, mode)
-        before = sm.snapshot_at_or_before_time(millis - 1)
-        if before is not None:
-            return StreamPosition(before.id + 1)
-        return StreamPosition(earliest or 1)
+        options = self.table.options
+        if self.consumer_id:
+            options = options.with_overrides({opts.CONSUMER_ID.key: self.consumer_id})
+        start = resolve_stream_start(self.table, options)
+        return StreamPosition(start.snapshot_id, full=start.full)
 
     # --- what one position holds ---------------------------------------------------------------------------
 
