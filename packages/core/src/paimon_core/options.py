@@ -138,9 +138,10 @@ BUCKET: Option[int] = _declare(
         "bucket",
         int,
         -1,
-        "Buckets per partition: -1 = unaware-bucket append table, N > 0 = fixed buckets.",
-        check=lambda v: v == -1 or v > 0,
-        check_doc="must be -1 or a positive number",
+        "Buckets per partition: N > 0 = fixed buckets; -1 = unaware-bucket append table, or dynamic buckets "
+        "for a primary-key table; -2 = Paimon's postpone mode (refused here).",
+        check=lambda v: v in (-1, -2) or v > 0,
+        check_doc="must be -1, -2 or a positive number",
         immutable=True,
     )
 )
@@ -565,6 +566,213 @@ CONSUMER_IGNORE_PROGRESS: Option[bool] = _declare(
     Option("consumer.ignore-progress", parse_bool, False, "Ignore recorded consumer progress.")
 )
 
+# --- primary-key tables (docs/primary-key-tables.md) ---
+MERGE_ENGINE: Option[str] = _declare(
+    Option(
+        "merge-engine",
+        _choice("deduplicate", "partial-update", "aggregation", "first-row"),
+        "deduplicate",
+        "How rows with the same primary key are merged.",
+        immutable=True,
+    )
+)
+SEQUENCE_FIELD: Option[str | None] = _declare(
+    Option(
+        "sequence.field",
+        _optional(_str),
+        None,
+        "Comma-separated columns that order the rows of one key (ties: arrival order).",
+        immutable=True,
+    )
+)
+SEQUENCE_FIELD_SORT_ORDER: Option[str] = _declare(
+    Option(
+        "sequence.field.sort-order",
+        _choice("ascending", "descending"),
+        "ascending",
+        "Whether the largest (ascending) or smallest (descending) sequence field wins.",
+    )
+)
+ROWKIND_FIELD: Option[str | None] = _declare(
+    Option("rowkind.field", _optional(_str), None, "A string column holding each row's kind: +I, -U, +U, -D.")
+)
+IGNORE_DELETE: Option[bool] = _declare(
+    Option(
+        "ignore-delete",
+        parse_bool,
+        False,
+        "Drop -U and -D records instead of applying them.",
+        fallback_keys=(
+            "first-row.ignore-delete",
+            "deduplicate.ignore-delete",
+            "partial-update.ignore-delete",
+        ),
+    )
+)
+PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE: Option[bool] = _declare(
+    Option(
+        "partial-update.remove-record-on-delete",
+        parse_bool,
+        False,
+        "A -D removes the whole row of a partial-update table.",
+    )
+)
+PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP: Option[str | None] = _declare(
+    Option(
+        "partial-update.remove-record-on-sequence-group",
+        _optional(_str),
+        None,
+        "Sequence fields whose group, when a -D wins it, removes the whole row.",
+    )
+)
+AGGREGATION_REMOVE_RECORD_ON_DELETE: Option[bool] = _declare(
+    Option(
+        "aggregation.remove-record-on-delete",
+        parse_bool,
+        False,
+        "A -D removes the whole row of an aggregation table.",
+    )
+)
+FIELDS_DEFAULT_AGGREGATE_FUNCTION: Option[str | None] = _declare(
+    Option(
+        "fields.default-aggregate-function",
+        _optional(_str),
+        None,
+        "Aggregate function of value columns without their own (aggregation: last_non_null_value).",
+    )
+)
+CHANGELOG_PRODUCER_ROW_DEDUPLICATE: Option[bool] = _declare(
+    Option(
+        "changelog-producer.row-deduplicate",
+        parse_bool,
+        False,
+        "Emit no -U/+U pair when a row did not change.",
+    )
+)
+NUM_SORTED_RUN_COMPACTION_TRIGGER: Option[int] = _declare(
+    Option(
+        "num-sorted-run.compaction-trigger",
+        int,
+        5,
+        "Sorted runs of a bucket that trigger a compaction.",
+        check=_positive,
+    )
+)
+NUM_SORTED_RUN_STOP_TRIGGER: Option[int | None] = _declare(
+    Option(
+        "num-sorted-run.stop-trigger",
+        _optional(int),
+        None,
+        "Sorted runs at which writes wait for compaction (default: compaction trigger + 3).",
+        check=_positive,
+    )
+)
+NUM_LEVELS: Option[int | None] = _declare(
+    Option(
+        "num-levels",
+        _optional(int),
+        None,
+        "Levels of the merge tree (default: compaction trigger + 1).",
+        check=lambda v: v >= 2,
+        check_doc="must be at least 2",
+    )
+)
+COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT: Option[int] = _declare(
+    Option(
+        "compaction.max-size-amplification-percent",
+        int,
+        200,
+        "Size of the newer runs, in percent of the oldest, that triggers a full compaction.",
+        check=lambda v: v >= 0,
+    )
+)
+COMPACTION_SIZE_RATIO: Option[int] = _declare(
+    Option(
+        "compaction.size-ratio",
+        int,
+        1,
+        "Percent of flexibility when comparing sorted-run sizes for a compaction.",
+        check=lambda v: v >= 0,
+    )
+)
+COMPACTION_OPTIMIZATION_INTERVAL: Option[int | None] = _declare(
+    Option(
+        "compaction.optimization-interval",
+        _optional(parse_duration_ms),
+        None,
+        "Run a full compaction at least this often, so read-optimized reads stay fresh.",
+    )
+)
+COMPACTION_FORCE_UP_LEVEL_0: Option[bool] = _declare(
+    Option(
+        "compaction.force-up-level-0",
+        parse_bool,
+        False,
+        "Every compaction also pushes all level-0 files up.",
+    )
+)
+FULL_COMPACTION_DELTA_COMMITS: Option[int | None] = _declare(
+    Option(
+        "full-compaction.delta-commits",
+        _optional(int),
+        None,
+        "Run a full compaction every this many commits of a writer.",
+        check=_positive,
+    )
+)
+LOCAL_SORT_MAX_NUM_FILE_HANDLES: Option[int] = _declare(
+    Option(
+        "local-sort.max-num-file-handles",
+        int,
+        128,
+        "Spilled runs merged at once by the write buffer.",
+        check=lambda v: v >= 2,
+        check_doc="must be at least 2",
+    )
+)
+WRITE_BUFFER_SPILL_MAX_DISK_SIZE: Option[int | None] = _declare(
+    Option(
+        "write-buffer-spill.max-disk-size",
+        _optional(parse_memory_size),
+        None,
+        "Local disk a spilling write buffer may use (unlimited by default).",
+    )
+)
+SORT_ENGINE: Option[str] = _declare(
+    Option("sort-engine", _choice("loser-tree", "min-heap"), "loser-tree", "Merge-sort algorithm (Java's).")
+)
+SPILL_COMPRESSION: Option[str] = _declare(
+    Option("spill-compression", _choice("zstd", "lz4", "none"), "zstd", "Compression of spilled runs.")
+)
+DYNAMIC_BUCKET_TARGET_ROW_NUM: Option[int] = _declare(
+    Option(
+        "dynamic-bucket.target-row-num",
+        int,
+        2_000_000,
+        "Keys per bucket before a dynamic-bucket table opens a new bucket.",
+        check=_positive,
+    )
+)
+DYNAMIC_BUCKET_INITIAL_BUCKETS: Option[int | None] = _declare(
+    Option(
+        "dynamic-bucket.initial-buckets",
+        _optional(int),
+        None,
+        "Buckets a dynamic-bucket writer opens in parallel at first.",
+        check=_positive,
+    )
+)
+DYNAMIC_BUCKET_MAX_BUCKETS: Option[int] = _declare(
+    Option(
+        "dynamic-bucket.max-buckets",
+        int,
+        -1,
+        "Most buckets per partition of a dynamic-bucket table (-1: unlimited).",
+        check=lambda v: v == -1 or v > 0,
+        check_doc="must be -1 or a positive number",
+    )
+)
+
 # --- table kind ---
 PRIMARY_KEY_NULLABLE: Option[bool] = _declare(
     Option("primary-key.nullable", parse_bool, False, "Allow nullable primary key columns.")
@@ -604,7 +812,9 @@ PATH: Option[str | None] = _declare(
 # Keys whose names embed a column or another variable part (Java "fields.<name>.<key>").
 _PATTERN_KEYS = (
     re.compile(r"^fields\.[^.]+\.stats-mode$"),
-    re.compile(r"^fields\.[^.]+\.(aggregate-function|ignore-retract|sequence-group|default-value)$"),
+    re.compile(
+        r"^fields\.[^.]+\.(aggregate-function|ignore-retract|sequence-group|default-value|list-agg-delimiter|distinct)$"
+    ),
 )
 
 APPEND_TARGET_FILE_SIZE = 256 * MB
@@ -697,6 +907,16 @@ class Options(Mapping[str, str]):
         if size is not None:
             return size
         return PRIMARY_KEY_TARGET_FILE_SIZE if has_primary_key else APPEND_TARGET_FILE_SIZE
+
+    def sorted_run_stop_trigger(self) -> int:
+        """``num-sorted-run.stop-trigger``, defaulting to the compaction trigger + 3 as Paimon does."""
+        stop = self.get_option(NUM_SORTED_RUN_STOP_TRIGGER)
+        return stop if stop is not None else self.get_option(NUM_SORTED_RUN_COMPACTION_TRIGGER) + 3
+
+    def merge_tree_levels(self) -> int:
+        """``num-levels``, defaulting to the compaction trigger + 1 as Paimon does."""
+        levels = self.get_option(NUM_LEVELS)
+        return levels if levels is not None else self.get_option(NUM_SORTED_RUN_COMPACTION_TRIGGER) + 1
 
 
 def check_immutable_changes(old: Options, new: Options) -> None:
