@@ -24,8 +24,14 @@ from paimon_core.options import Options
 from paimon_core.schema import SchemaManager, TableSchema
 from paimon_core.schema_change import SchemaChange, apply_changes
 from paimon_core.storage import StorageBackend, default_registry, get_backend, join_path
-from paimon_core.table import SystemTable, Table, split_system_name
-from paimon_core.types import DataType, fields_from_arrow_schema
+from paimon_core.table import (
+    SystemTable,
+    Table,
+    check_append_table,
+    check_primary_key_table,
+    split_system_name,
+)
+from paimon_core.types import DataField, DataType, fields_from_arrow_schema
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +142,8 @@ class Catalog:
         comment: str | None = None,
         exist_ok: bool = False,
     ) -> Table:
-        """Create an append table from a ``pyarrow.Schema``.
+        """Create a table from a ``pyarrow.Schema``: an append table, or with ``primary_keys`` a
+        primary-key table (docs/primary-key-tables.md; ``bucket`` defaults to -1, dynamic buckets).
 
         Raises:
             DatabaseNotFoundError: the database does not exist.
@@ -153,13 +160,31 @@ class Catalog:
             raise TableAlreadyExistsError(identifier)
         table_options = Options.of(options)
         table_options.validate()
-        if primary_keys:
-            raise ConfigError(
-                "primary-key tables are not supported yet; create an append table", "primary-key"
-            )
         fields, highest = fields_from_arrow_schema(schema)
         names = [f.name for f in fields]
         _check_keys("partition key", partition_keys, names)
+        if set(partition_keys) == set(names):
+            raise SchemaError("a table needs at least one column that is not a partition key")
+        if primary_keys:
+            table_schema = TableSchema.new(fields, partition_keys, primary_keys, dict(table_options), comment)
+            check_primary_key_table(table_schema)
+        else:
+            table_schema = self._append_schema(fields, highest, partition_keys, table_options, comment)
+        path = self.table_path(identifier)
+        self.storage.mkdirs(path)
+        SchemaManager(self.storage, path).create(table_schema)
+        logger.info("created table %s at %s", identifier, path)
+        return Table(path, self.storage, table_schema, identifier, self.table_defaults)
+
+    @staticmethod
+    def _append_schema(
+        fields: list[DataField],
+        highest: int,
+        partition_keys: Sequence[str],
+        table_options: Options,
+        comment: str | None,
+    ) -> TableSchema:
+        names = [f.name for f in fields]
         bucket = table_options.get_option(opts.BUCKET)
         bucket_key = table_options.get_option(opts.BUCKET_KEY)
         if bucket > 0 and not bucket_key:
@@ -171,8 +196,6 @@ class Catalog:
             _check_keys("bucket key", keys, names)
             if set(keys) & set(partition_keys):
                 raise SchemaError("bucket keys must not be partition keys")
-        if set(partition_keys) == set(names):
-            raise SchemaError("a table needs at least one column that is not a partition key")
         table_schema = TableSchema(
             id=0,
             fields=tuple(fields),
@@ -183,11 +206,8 @@ class Catalog:
             comment=comment,
             time_millis=int(time.time() * 1000),
         )
-        path = self.table_path(identifier)
-        self.storage.mkdirs(path)
-        SchemaManager(self.storage, path).create(table_schema)
-        logger.info("created table %s at %s", identifier, path)
-        return Table(path, self.storage, table_schema, identifier, self.table_defaults)
+        check_append_table(table_schema)
+        return table_schema
 
     def get_table(self, identifier: str, **dynamic_options: Any) -> Table:
         """The table ``db.t``, with ``dynamic_options`` overriding its stored options for this handle.

@@ -32,6 +32,10 @@ class SchemaError(PaimonError, ValueError):
     """A schema is invalid, or data does not fit the table's schema."""
 
 
+class MergeError(PaimonError, ValueError):
+    """Records cannot be merged by the table's merge engine (e.g. a retraction it does not accept)."""
+
+
 class UnsupportedTypeError(SchemaError, TypeError):
     """A data type has no Paimon or Arrow equivalent."""
 

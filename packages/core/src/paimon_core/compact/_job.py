@@ -38,7 +38,13 @@ from paimon_core.errors import (
     SnapshotExpiredError,
 )
 from paimon_core.manifest import DataFileMeta, FileIdentifier, ManifestEntry
-from paimon_core.table import CommitMessage, TableCommit, live_entries
+from paimon_core.table import (
+    CommitMessage,
+    MergeTreeCompactTask,
+    TableCommit,
+    live_entries,
+    needs_full_compaction,
+)
 
 if TYPE_CHECKING:
     from paimon_core.table import Table
@@ -192,7 +198,9 @@ class CompactJob:
         self.progress = progress if progress is not None else Progress()
         self.committer = TableCommit(table, commit_user)
         self.coordinator = (
-            TableCoordinator(table, self.partition_filter, self.predicate) if table.bucket == -1 else None
+            TableCoordinator(table, self.partition_filter, self.predicate)
+            if table.bucket == -1 and not table.schema.primary_keys
+            else None
         )
         self._last_planned_snapshot: int | None = None
         self.summary = CompactSummary(table.identifier)
@@ -240,8 +248,16 @@ class CompactJob:
         for entry in self._live():
             groups.setdefault((entry.partition, entry.bucket), []).append(entry)
         tasks: list[CompactionTask] = []
+        levels = options.merge_tree_levels()
         for (partition, bucket), entries in groups.items():
             files = [e.file for e in entries]
+            if self.table.schema.primary_keys:
+                if self.streaming or needs_full_compaction(files, levels):
+                    total = entries[0].total_buckets
+                    tasks.append(
+                        MergeTreeCompactTask(partition, bucket, total, tuple(files), not self.streaming)
+                    )
+                continue
             if self.streaming:
                 picked = BucketCompactManager(min_files, target, files).pick_compact_before()
             else:

@@ -35,6 +35,11 @@ _KEY_BITS = 64
 
 def check_sort_columns(table: Table, order_strategy: str, order_by: Sequence[str]) -> None:
     """Raise when the strategy or columns cannot be used on this table."""
+    if table.schema.primary_keys:
+        raise ConfigError(
+            f"sort compaction is for append tables; {table.identifier} has a primary key (its files are "
+            "sorted by key)"
+        )
     if order_strategy not in ORDER_STRATEGIES:
         raise ConfigError(
             f"order_strategy must be one of {', '.join(ORDER_STRATEGIES)}, not {order_strategy!r}"

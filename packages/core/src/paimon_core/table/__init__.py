@@ -23,6 +23,14 @@ from paimon_core.table._stream import (
 from paimon_core.table._system import SYSTEM_TABLES, SystemTable, split_system_name
 from paimon_core.table._table import Table, open_table
 from paimon_core.table._write import DataFileWriter, TableWrite
+from paimon_core.table.mergetree import (
+    KeyValueTableRead,
+    KeyValueTableWrite,
+    MergeTreeCompactTask,
+    check_append_table,
+    check_primary_key_table,
+    needs_full_compaction,
+)
 
 __all__ = [
     "SYSTEM_TABLES",
@@ -30,6 +38,9 @@ __all__ = [
     "CommitMessage",
     "DataFileWriter",
     "DataSplit",
+    "KeyValueTableRead",
+    "KeyValueTableWrite",
+    "MergeTreeCompactTask",
     "StreamPosition",
     "StreamScan",
     "SystemTable",
@@ -39,11 +50,14 @@ __all__ = [
     "TableRead",
     "TableScan",
     "TableWrite",
+    "check_append_table",
+    "check_primary_key_table",
     "conform_batch",
     "default_hooks",
     "explain_missing",
     "live_entries",
     "manifest_metas",
+    "needs_full_compaction",
     "open_table",
     "plan_batch",
     "read_entries",

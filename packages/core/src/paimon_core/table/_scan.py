@@ -188,9 +188,24 @@ class Pruner:
             raise explain_missing(self.table, snapshot.id, exc) from exc
         return [e for e in delta if e.kind == FileKind.ADD and self.file_may_match(e)]
 
+    @cached_property
+    def _stats_prune(self) -> bool:
+        """Whether file statistics may prune: always for append tables; for primary-key tables only when
+        the filter names nothing but key and partition columns (a value decides only after the merge)."""
+        if self.predicate is None:
+            return False
+        schema = self.table.schema
+        if not schema.primary_keys:
+            return True
+        return self.predicate.columns <= set(schema.primary_keys) | set(schema.partition_keys)
+
     def file_may_match(self, entry: ManifestEntry) -> bool:
         if self.predicate is None:
             return True
+        if not self._stats_prune:
+            return self.predicate.may_match(
+                self.table.partition_values(entry.partition), {}, entry.file.row_count
+            )
         file = entry.file
         current_fields = self._current_fields
         file_schema = self.table.schema_manager.schema(file.schema_id)
@@ -282,7 +297,8 @@ class TableScan:
 
 
 def make_splits(table: Table, snapshot_id: int, entries: Iterable[ManifestEntry]) -> list[DataSplit]:
-    """Group files per (partition, bucket) and bin-pack them to ``source.split.target-size``."""
+    """Group files per (partition, bucket) and bin-pack them to ``source.split.target-size``; a bucket of
+    a primary-key table is one split (its files merge with each other)."""
     target = table.options.get_option(opts.SOURCE_SPLIT_TARGET_SIZE)
     open_cost = table.options.get_option(opts.SOURCE_SPLIT_OPEN_FILE_COST)
     groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
@@ -292,6 +308,9 @@ def make_splits(table: Table, snapshot_id: int, entries: Iterable[ManifestEntry]
     for (partition, bucket), files in groups.items():
         files.sort(key=lambda f: (f.min_sequence_number, f.file_name))
         bucket_path = table.bucket_dir(partition, bucket)
+        if table.schema.primary_keys:
+            splits.append(DataSplit(snapshot_id, partition, bucket, bucket_path, tuple(files)))
+            continue
         current: list[DataFileMeta] = []
         weight = 0
         for file in files:

@@ -85,6 +85,11 @@ class StreamScan:
     """
 
     def __init__(self, table: Table, filter: FilterLike = None, consumer_id: str | None = None) -> None:
+        if table.schema.primary_keys:
+            raise ConfigError(
+                f"{table.identifier} has a primary key: streaming reads of primary-key tables (their "
+                "changelog) are not supported yet; read it in batch"
+            )
         self.table = table
         self.predicate: Predicate | None = parse_filter(filter)[0]
         self.mode = resolve_mode(table.options)

@@ -34,6 +34,7 @@ from paimon_core.table._messages import CommitMessage
 from paimon_core.table._read import TableRead
 from paimon_core.table._scan import DataSplit, TableScan, live_entries
 from paimon_core.table._write import TableWrite
+from paimon_core.table.mergetree import KeyValueTableRead, KeyValueTableWrite
 from paimon_core.types import DataType, to_arrow_schema
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ _COMMIT_NEVER_LANDED = (
 
 
 class Table:
-    """An append table (``bucket = -1`` or fixed buckets), bound to one schema version.
+    """A table — an append table or a primary-key table — bound to one schema version.
 
     Obtain one from :meth:`paimon_core.Catalog.get_table` or :func:`paimon_core.open_table`.
     ``dynamic_options`` override the stored options for this handle only (Paimon's dynamic options).
@@ -80,11 +81,6 @@ class Table:
         dynamic = Options.of(dynamic_options)
         dynamic.validate()
         self.options = Options.of(schema.options).with_overrides(dynamic)
-        if schema.primary_keys:
-            raise ConfigError(
-                f"table {self.identifier} has a primary key; only append tables are supported so far",
-                "primary-key",
-            )
         self.schema_manager = SchemaManager(storage, self.path)
         self.snapshot_manager = SnapshotManager(storage, self.path)
         self._partition_cache: dict[bytes, dict[str, Any]] = {}
@@ -171,7 +167,10 @@ class Table:
         """
         for message in messages:
             directory = self.bucket_dir(message.partition, message.bucket)
+            upgraded = {f.file_name for f in message.compact_before}  # moved up a level, not written
             for file in (*message.new_files, *message.compact_after):
+                if file.file_name in upgraded:
+                    continue
                 path = file.external_path or join_path(directory, file.file_name)
                 try:
                     self.storage.delete(path)
@@ -200,8 +199,18 @@ class Table:
 
     # --- writing -----------------------------------------------------------------------------------------
 
-    def new_write(self) -> TableWrite:
-        """A writer for engines: ``write(batch)`` then ``prepare_commit()`` → messages for :meth:`new_commit`."""
+    @property
+    def has_primary_key(self) -> bool:
+        return bool(self.schema.primary_keys)
+
+    def new_write(self, *, overwrite: bool = False) -> TableWrite:
+        """A writer for engines: ``write(batch)`` then ``prepare_commit()`` → messages for :meth:`new_commit`.
+
+        On a primary-key table it is a :class:`~paimon_core.table.mergetree.KeyValueTableWrite` (upserts,
+        ``delete(keys)``); ``overwrite=True`` writes into fresh merge trees, for an OVERWRITE commit.
+        """
+        if self.has_primary_key:
+            return KeyValueTableWrite(self, overwrite=overwrite)
         return TableWrite(self)
 
     @property
@@ -227,6 +236,7 @@ class Table:
             created is not None
             and factory is not None
             and self.bucket == -1
+            and not self.has_primary_key
             and not self.options.get_option(opts.WRITE_ONLY)
         ):
             if self._inline_compactor is None:
@@ -242,13 +252,38 @@ class Table:
         partitions present in the data when ``dynamic-partition-overwrite`` is true (Paimon's default), and the
         whole table otherwise.
         """
-        return self._write_and_commit(data, lambda commit, messages: commit.overwrite(messages, partition))
+        return self._write_and_commit(
+            data, lambda commit, messages: commit.overwrite(messages, partition), overwrite=True
+        )
 
-    def _write_and_commit(self, data: Any, do_commit: Any) -> int | None:
-        writer = self.new_write()
+    def delete(self, keys: Any) -> int | None:
+        """Delete rows of a primary-key table by key, in one commit (Paimon's ``-D`` records).
+
+        ``keys`` holds at least the primary-key columns (partition columns included), as an Arrow table
+        or anything :meth:`append` takes. Returns the new snapshot id (None when there was nothing to write).
+
+        Raises:
+            ConfigError: the table has no primary key.
+            SchemaError: a key column is missing or null.
+        """
+        if not self.has_primary_key:
+            raise ConfigError(f"{self.identifier} has no primary key: delete(keys) needs a primary-key table")
+        created = self._write_and_commit(
+            keys, lambda commit, messages: commit.commit(messages), deleting=True
+        )
+        return created
+
+    def _write_and_commit(
+        self, data: Any, do_commit: Any, *, overwrite: bool = False, deleting: bool = False
+    ) -> int | None:
+        writer = self.new_write(overwrite=overwrite)
         messages: list[CommitMessage] = []
         try:
-            writer.write(data)
+            if deleting:
+                assert isinstance(writer, KeyValueTableWrite)
+                writer.delete(data)
+            else:
+                writer.write(data)
             messages = writer.prepare_commit()
             created: list[int] = do_commit(self.new_commit(), messages)
         except _COMMIT_NEVER_LANDED:
@@ -280,6 +315,11 @@ class Table:
 
     def new_read(self, columns: Sequence[str] | None = None, filter: FilterLike = None) -> TableRead:
         _, expression = parse_filter(filter, self.arrow_schema)
+        return self._reader(columns, expression)
+
+    def _reader(self, columns: Sequence[str] | None, expression: Any) -> TableRead:
+        if self.has_primary_key:
+            return KeyValueTableRead(self, columns, expression)
         return TableRead(self, columns, expression)
 
     def _plan(
@@ -291,7 +331,7 @@ class Table:
         timestamp: TimeTravel,
     ) -> tuple[TableRead, list[DataSplit]]:
         predicate, expression = parse_filter(filter, self.arrow_schema)
-        read = TableRead(self, columns, expression)
+        read = self._reader(columns, expression)
         return read, TableScan(self, snapshot_id, predicate, tag=tag, timestamp=timestamp).plan()
 
     def to_arrow(

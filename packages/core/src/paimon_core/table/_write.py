@@ -28,6 +28,8 @@ from paimon_core.table._messages import CommitMessage
 
 if TYPE_CHECKING:
     from paimon_core.table._table import Table
+    from paimon_core.table.mergetree import KeyValueLayout
+    from paimon_core.table.mergetree._layout import KeyValueFileStats
 
 logger = logging.getLogger(__name__)
 
@@ -58,12 +60,18 @@ class _OpenFile:
     writer: pq.ParquetWriter
     stats: StatsCollector
     min_seq: int
+    key_value: KeyValueFileStats | None = None
     rows: int = 0
 
 
 @dataclass
 class DataFileWriter:
-    """Rolling Parquet writer for one (partition, bucket); rows are buffered into row groups."""
+    """Rolling Parquet writer for one (partition, bucket); rows are buffered into row groups.
+
+    With a ``layout`` it writes the files of a primary-key table: its rows are key-value rows
+    (:meth:`KeyValueLayout.to_file_rows`), sorted by key, and the metadata records keys, sequence
+    numbers, deletes and ``level``.
+    """
 
     table: Table
     partition: bytes
@@ -72,6 +80,8 @@ class DataFileWriter:
     next_seq: int
     target_size: int
     file_source: int = _FILE_SOURCE_APPEND
+    layout: KeyValueLayout | None = None
+    level: int = 0
     buffered: list[pa.RecordBatch] = field(default_factory=list)
     buffered_bytes: int = 0
     written: list[DataFileMeta] = field(default_factory=list)
@@ -118,6 +128,8 @@ class DataFileWriter:
         stats_done = _STATS_POOL.submit(open_file.stats.update, chunk)
         try:
             open_file.writer.write_table(chunk, row_group_size=max(chunk.num_rows, 1))
+            if open_file.key_value is not None:
+                open_file.key_value.update(chunk)
         finally:
             stats_done.result()
         open_file.rows += chunk.num_rows
@@ -139,9 +151,10 @@ class DataFileWriter:
             raise DataFileError(f"cannot create data file {shown}: {reason}", path) from exc
         compression = table.options.get_option(opts.FILE_COMPRESSION)
         level = table.options.get_option(opts.FILE_COMPRESSION_ZSTD_LEVEL) if compression == "zstd" else None
+        file_schema = self.layout.file_schema if self.layout is not None else table.arrow_schema
         writer = pq.ParquetWriter(
             stream,
-            storage_arrow_schema(table.arrow_schema),
+            storage_arrow_schema(file_schema),
             compression="none" if compression in ("none", "uncompressed") else compression,
             compression_level=level,
             store_decimal_as_integer=True,
@@ -156,7 +169,8 @@ class DataFileWriter:
             _per_field_stats_modes(table.options),
             table.options.get_option(opts.STATS_DENSE_STORE),
         )
-        self._file = _OpenFile(name, path, stream, writer, stats, self.next_seq)
+        key_value = self.layout.new_file_stats() if self.layout is not None else None
+        self._file = _OpenFile(name, path, stream, writer, stats, self.next_seq, key_value)
         return self._file
 
     def _close_file(self) -> None:
@@ -169,23 +183,33 @@ class DataFileWriter:
             self.table.storage.delete(open_file.path)
             return
         value_stats, stats_cols = open_file.stats.result()
-        self.next_seq = open_file.min_seq + open_file.rows
+        min_key, max_key, key_stats = EMPTY_ROW, EMPTY_ROW, SimpleStats.EMPTY
+        min_seq, max_seq, deletes = open_file.min_seq, open_file.min_seq + open_file.rows - 1, 0
+        key_value = open_file.key_value
+        if key_value is not None:
+            assert key_value.first_key is not None and key_value.last_key is not None
+            assert key_value.min_sequence is not None and key_value.max_sequence is not None
+            min_key, max_key = key_value.first_key, key_value.last_key
+            key_stats = key_value.key_stats.result()[0]
+            min_seq, max_seq, deletes = key_value.min_sequence, key_value.max_sequence, key_value.delete_rows
+        else:
+            self.next_seq = open_file.min_seq + open_file.rows
         self.written.append(
             DataFileMeta(
                 file_name=open_file.name,
                 file_size=self.table.storage.size(open_file.path),
                 row_count=open_file.rows,
-                min_key=EMPTY_ROW,
-                max_key=EMPTY_ROW,
-                key_stats=SimpleStats.EMPTY,
+                min_key=min_key,
+                max_key=max_key,
+                key_stats=key_stats,
                 value_stats=value_stats,
-                min_sequence_number=open_file.min_seq,
-                max_sequence_number=open_file.min_seq + open_file.rows - 1,
+                min_sequence_number=min_seq,
+                max_sequence_number=max_seq,
                 schema_id=self.table.schema.id,
-                level=0,
+                level=self.level,
                 extra_files=(),
                 creation_time=local_wall_clock_millis(),
-                delete_row_count=0,
+                delete_row_count=deletes,
                 embedded_index=None,
                 file_source=self.file_source,
                 value_stats_cols=stats_cols,
@@ -266,7 +290,12 @@ class TableWrite:
         # Inline compaction (spec §6.1): bucketed writers compact per bucket unless write-only.
         self._inline: BucketCompaction | None = None
         factory = table.hooks.bucket_compaction
-        if factory is not None and table.bucket > 0 and not table.options.get_option(opts.WRITE_ONLY):
+        if (
+            factory is not None
+            and table.bucket > 0
+            and not table.schema.primary_keys
+            and not table.options.get_option(opts.WRITE_ONLY)
+        ):
             self._inline = factory(table)
 
     def write(self, data: Any) -> None:
@@ -311,11 +340,14 @@ class TableWrite:
             part = batch if len(indices) == batch.num_rows else batch.take(indices)
             yield (values, bucket), part
 
+    def _partition_bytes(self, partition_values: tuple[Any, ...]) -> bytes:
+        if not partition_values:
+            return EMPTY_ROW
+        return serialize_row(list(partition_values), self.table.partition_types)
+
     def _writer_for(self, partition_values: tuple[Any, ...], bucket: int) -> DataFileWriter:
         table = self.table
-        partition = (
-            serialize_row(list(partition_values), table.partition_types) if partition_values else EMPTY_ROW
-        )
+        partition = self._partition_bytes(partition_values)
         key = (partition, bucket)
         writer = self._writers.get(key)
         if writer is None:

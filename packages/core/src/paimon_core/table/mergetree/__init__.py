@@ -1,0 +1,26 @@
+"""The merge tree of primary-key tables (docs/primary-key-tables.md).
+
+It writes and reads files; it never commits: writers hand :class:`~paimon_core.table.CommitMessage`s to
+the table's committer like every other writer.
+"""
+
+from paimon_core.table.mergetree._layout import KeyValueLayout
+from paimon_core.table.mergetree._reader import KeyValueTableRead
+from paimon_core.table.mergetree._validate import check_append_table, check_primary_key_table
+from paimon_core.table.mergetree._writer import (
+    KeyValueTableWrite,
+    MergeTreeCompactTask,
+    MergeTreeWriter,
+    needs_full_compaction,
+)
+
+__all__ = [
+    "KeyValueLayout",
+    "KeyValueTableRead",
+    "KeyValueTableWrite",
+    "MergeTreeCompactTask",
+    "MergeTreeWriter",
+    "check_append_table",
+    "check_primary_key_table",
+    "needs_full_compaction",
+]

@@ -1,0 +1,450 @@
+"""Ordering records and the merge engines of primary-key tables, vectorised over Arrow.
+
+See docs/primary-key-tables.md ("Records and their order", "Merge engines"). Records are sorted once by
+(key, sequence fields, sequence number) and cut into key groups; an engine then picks or folds rows per
+group with numpy index arithmetic and Arrow kernels. Every engine is associative over consecutive runs of
+a key's records, because flushes, compactions and reads each merge a part.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paimon_core import options as opts
+from paimon_core.errors import ConfigError, MergeError, SchemaError
+from paimon_core.schema import TableSchema
+from paimon_core.table.mergetree._aggregates import (
+    Aggregator,
+    aggregator_for,
+    first_where,
+    last_where,
+    take_or_null,
+)
+from paimon_core.table.mergetree._layout import SEQUENCE_NUMBER, VALUE_KIND
+
+__all__ = [
+    "DELETE",
+    "INSERT",
+    "UPDATE_AFTER",
+    "UPDATE_BEFORE",
+    "MergeEngine",
+    "merge_engine",
+    "order_records",
+]
+
+INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
+
+Indices = npt.NDArray[np.int64]
+
+
+def order_records(
+    records: pa.Table,
+    key_columns: Sequence[str],
+    sequence_fields: Sequence[str] = (),
+    descending_sequence: bool = False,
+) -> tuple[pa.Table, Indices]:
+    """Sort records into merge order (key, sequence fields, sequence number; nulls first) and return them
+    with a group id per row (equal keys share one; ids count up from 0)."""
+    if records.num_rows == 0:
+        return records, np.zeros(0, dtype=np.int64)
+    order = "descending" if descending_sequence else "ascending"
+    sort_keys = [(k, "ascending") for k in key_columns]
+    sort_keys += [(f, order) for f in sequence_fields]
+    sort_keys.append((SEQUENCE_NUMBER, "ascending"))
+    indices = sort_indices_nulls_first(records, sort_keys)
+    ordered = records.take(indices)
+    return ordered, _group_ids(ordered, key_columns)
+
+
+def sort_indices_nulls_first(table: pa.Table, sort_keys: Sequence[tuple[str, str]]) -> pa.Array:
+    """``pc.sort_indices`` with nulls first in every key (per-key placement since pyarrow 25)."""
+    if _PER_KEY_NULL_PLACEMENT:
+        keys = [(name, order, "at_start") for name, order in sort_keys]
+        return pc.sort_indices(table, sort_keys=keys)
+    return pc.sort_indices(table, sort_keys=list(sort_keys), null_placement="at_start")
+
+
+_PER_KEY_NULL_PLACEMENT = int(pa.__version__.split(".")[0]) >= 25
+
+
+def _group_ids(ordered: pa.Table, key_columns: Sequence[str]) -> Indices:
+    rows = ordered.num_rows
+    boundary = np.zeros(max(rows - 1, 0), dtype=bool)
+    for name in key_columns:
+        column = ordered.column(name).combine_chunks()
+        before, after = column.slice(0, rows - 1), column.slice(1)
+        differs = pc.fill_null(pc.not_equal(after, before), True)
+        both_null = pc.and_(pc.is_null(after), pc.is_null(before))
+        differs = pc.and_(differs, pc.invert(both_null))
+        boundary |= differs.to_numpy(zero_copy_only=False)
+    return np.concatenate([[0], np.cumsum(boundary)]).astype(np.int64)
+
+
+# --- per-group index arithmetic (groups are non-decreasing) ----------------------------------------------
+
+
+def _group_count(groups: Indices) -> int:
+    return int(groups[-1]) + 1 if len(groups) else 0
+
+
+def _kinds(records: pa.Table) -> npt.NDArray[np.int8]:
+    kinds: npt.NDArray[np.int8] = records.column(VALUE_KIND).to_numpy()
+    return kinds
+
+
+def _is_retract(kinds: npt.NDArray[np.int8]) -> npt.NDArray[np.bool_]:
+    return (kinds == UPDATE_BEFORE) | (kinds == DELETE)
+
+
+def _assemble(
+    records: pa.Table, columns: dict[str, pa.Array], sequence: pa.Array, kinds: pa.Array
+) -> pa.Table:
+    arrays = []
+    for field in records.schema:
+        if field.name == SEQUENCE_NUMBER:
+            arrays.append(sequence)
+        elif field.name == VALUE_KIND:
+            arrays.append(kinds)
+        else:
+            arrays.append(columns[field.name])
+    return pa.Table.from_arrays(arrays, schema=records.schema)
+
+
+def _keep(records: pa.Table, chosen: Indices) -> pa.Table:
+    return records.take(pa.array(chosen[chosen >= 0]))
+
+
+# --- engines ---------------------------------------------------------------------------------------------
+
+
+class MergeEngine(ABC):
+    """Merges the ordered records of each key into one record (or none)."""
+
+    @abstractmethod
+    def merge(self, records: pa.Table, groups: Indices) -> pa.Table:
+        """Merge ordered records (see :func:`order_records`) into one record per group."""
+
+
+class Deduplicate(MergeEngine):
+    """The last record wins, whatever its kind (a trailing ``-D`` deletes the key)."""
+
+    def __init__(self, ignore_delete: bool) -> None:
+        self.ignore_delete = ignore_delete
+
+    def merge(self, records: pa.Table, groups: Indices) -> pa.Table:
+        count = _group_count(groups)
+        mask = np.ones(records.num_rows, dtype=bool)
+        if self.ignore_delete:
+            mask = ~_is_retract(_kinds(records))
+        return _keep(records, last_where(groups, mask, count))
+
+
+class FirstRow(MergeEngine):
+    """The first record wins; later versions of a key are dropped."""
+
+    def __init__(self, ignore_delete: bool) -> None:
+        self.ignore_delete = ignore_delete
+
+    def merge(self, records: pa.Table, groups: Indices) -> pa.Table:
+        retract = _is_retract(_kinds(records))
+        if retract.any() and not self.ignore_delete:
+            raise MergeError(
+                "the first-row merge engine cannot accept -U/-D records; set 'ignore-delete' = 'true' "
+                "to drop them"
+            )
+        return _keep(records, first_where(groups, ~retract, _group_count(groups)))
+
+
+_PARTIAL_UPDATE_DELETE_HELP = (
+    "By default, partial-update can not accept delete records (-U/-D); choose one of: 'ignore-delete' = "
+    "'true' (drop them), 'partial-update.remove-record-on-delete' = 'true' (a -D removes the row), or "
+    "'fields.<seq>.sequence-group' (a retraction nulls its group)"
+)
+
+
+class SequenceGroup:
+    """Columns updated only by records whose sequence fields are at least the stored ones."""
+
+    def __init__(self, sequence_fields: Sequence[str], columns: Sequence[str]) -> None:
+        self.sequence_fields = list(sequence_fields)
+        self.columns = list(columns)
+
+
+class PartialUpdate(MergeEngine):
+    """Per column the last non-null value; sequence groups; retractions as configured."""
+
+    def __init__(
+        self,
+        value_columns: Sequence[str],
+        key_columns: Sequence[str],
+        ignore_delete: bool,
+        remove_record_on_delete: bool,
+        sequence_groups: Sequence[SequenceGroup],
+    ) -> None:
+        self.key_columns = list(key_columns)
+        grouped = {c for g in sequence_groups for c in (*g.columns, *g.sequence_fields)}
+        self.plain_columns = [c for c in value_columns if c not in grouped and c not in key_columns]
+        self.ignore_delete = ignore_delete
+        self.remove_record_on_delete = remove_record_on_delete
+        self.sequence_groups = list(sequence_groups)
+
+    def merge(self, records: pa.Table, groups: Indices) -> pa.Table:
+        count = _group_count(groups)
+        kinds = _kinds(records)
+        retract = _is_retract(kinds)
+        considered = np.ones(records.num_rows, dtype=bool)
+        if retract.any():
+            if self.ignore_delete:
+                considered = ~retract
+            elif self.remove_record_on_delete:
+                considered = self._after_last_delete(groups, kinds, count)
+            elif not self.sequence_groups:
+                raise MergeError(_PARTIAL_UPDATE_DELETE_HELP)
+        last = last_where(groups, considered, count)
+        present = last >= 0
+        last = last[present]
+        columns: dict[str, pa.Array] = {}
+        for name in self.key_columns:
+            columns[name] = pc.take(records.column(name), pa.array(last))
+        adds = (
+            considered & ~retract
+            if not self.remove_record_on_delete
+            else considered & (kinds != UPDATE_BEFORE)
+        )
+        for name in self.plain_columns:
+            valid = records.column(name).is_valid().to_numpy(zero_copy_only=False)
+            chosen = last_where(groups, adds & valid, count)[present]
+            columns[name] = take_or_null(records.column(name), chosen)
+        for group in self.sequence_groups:
+            columns.update(self._merge_group(records, groups, count, considered, retract, group, present))
+        sequence = pc.take(records.column(SEQUENCE_NUMBER), pa.array(last))
+        result_kinds = np.full(len(last), INSERT, dtype=np.int8)
+        if self.remove_record_on_delete:
+            result_kinds[kinds[last] == DELETE] = DELETE
+        no_add = last_where(groups, considered & ~retract, count)[present] < 0
+        if not self.remove_record_on_delete:
+            result_kinds[no_add] = DELETE
+        return _assemble(records, columns, sequence, pa.array(result_kinds, pa.int8()))
+
+    @staticmethod
+    def _after_last_delete(groups: Indices, kinds: npt.NDArray[np.int8], count: int) -> npt.NDArray[np.bool_]:
+        """Rows at or after their group's last -D, without -U (a -D resets the row to its values)."""
+        last_delete = last_where(groups, kinds == DELETE, count)
+        starts = last_delete[groups]
+        positions = np.arange(len(groups))
+        return (positions >= starts) & (kinds != UPDATE_BEFORE)
+
+    @staticmethod
+    def _merge_group(
+        records: pa.Table,
+        groups: Indices,
+        count: int,
+        considered: npt.NDArray[np.bool_],
+        retract: npt.NDArray[np.bool_],
+        group: SequenceGroup,
+        present: npt.NDArray[np.bool_],
+    ) -> dict[str, pa.Array]:
+        # The winner of a group is its record with the largest sequence fields (ties: the later record),
+        # among records whose sequence fields are not all null.
+        some_sequence = np.zeros(records.num_rows, dtype=bool)
+        for name in group.sequence_fields:
+            some_sequence |= records.column(name).is_valid().to_numpy(zero_copy_only=False)
+        candidates = considered & some_sequence
+        rows = np.nonzero(candidates)[0]
+        winners = np.full(count, -1, dtype=np.int64)
+        if len(rows):
+            keyed = pa.table(
+                {
+                    "g": pa.array(groups[rows]),
+                    **{
+                        f"s{i}": records.column(n).take(pa.array(rows))
+                        for i, n in enumerate(group.sequence_fields)
+                    },
+                    "row": pa.array(rows),
+                }
+            )
+            sort_keys = [("g", "ascending")] + [
+                (f"s{i}", "ascending") for i in range(len(group.sequence_fields))
+            ]
+            order = sort_indices_nulls_first(keyed, [*sort_keys, ("row", "ascending")])
+            sorted_rows = keyed.column("row").take(order).to_numpy()
+            sorted_groups = groups[sorted_rows]
+            ends = np.r_[sorted_groups[1:] != sorted_groups[:-1], True]
+            winners[sorted_groups[ends]] = sorted_rows[ends]
+        chosen = winners[present]
+        result = {}
+        retracted = np.zeros(len(chosen), dtype=bool)
+        retracted[chosen >= 0] = retract[chosen[chosen >= 0]]
+        for name in group.sequence_fields:
+            result[name] = take_or_null(records.column(name), chosen)
+        value_rows = np.where(retracted, -1, chosen)
+        for name in group.columns:
+            result[name] = take_or_null(records.column(name), value_rows)
+        return result
+
+
+class Aggregation(MergeEngine):
+    """Each value column folded by its aggregate function; keys keep their value."""
+
+    def __init__(
+        self,
+        key_columns: Sequence[str],
+        aggregators: dict[str, Aggregator],
+        remove_record_on_delete: bool,
+    ) -> None:
+        self.key_columns = list(key_columns)
+        self.aggregators = aggregators
+        self.remove_record_on_delete = remove_record_on_delete
+
+    def merge(self, records: pa.Table, groups: Indices) -> pa.Table:
+        count = _group_count(groups)
+        kinds = _kinds(records)
+        retract = _is_retract(kinds)
+        considered = np.ones(records.num_rows, dtype=bool)
+        if self.remove_record_on_delete and (kinds == DELETE).any():
+            considered = PartialUpdate._after_last_delete(groups, kinds, count)
+            retract = retract & (kinds != DELETE)  # the -D row is the new starting state
+        last = last_where(groups, considered, count)
+        columns: dict[str, pa.Array] = {}
+        for name in self.key_columns:
+            columns[name] = pc.take(records.column(name), pa.array(last))
+        for name, aggregator in self.aggregators.items():
+            columns[name] = aggregator.aggregate(records.column(name), groups, count, considered, retract)
+        sequence = pc.take(records.column(SEQUENCE_NUMBER), pa.array(last))
+        result_kinds = np.full(count, INSERT, dtype=np.int8)
+        if self.remove_record_on_delete:
+            result_kinds[kinds[last] == DELETE] = DELETE
+        return _assemble(records, columns, sequence, pa.array(result_kinds, pa.int8()))
+
+
+# --- configuration ---------------------------------------------------------------------------------------
+
+
+def _split(text: str | None) -> list[str]:
+    return [part.strip() for part in (text or "").split(",") if part.strip()]
+
+
+def merge_engine(schema: TableSchema, options: opts.Options) -> MergeEngine:
+    """The table's merge engine, validated.
+
+    Raises:
+        SchemaError: a ``sequence.field`` or sequence-group column is not a column of the table.
+        ConfigError: options that contradict each other or the engine, an unknown aggregate function, or
+            one that does not fit its column's type.
+    """
+    names = schema.field_names
+    keys = list(schema.primary_keys)
+    engine = options.get_option(opts.MERGE_ENGINE)
+    ignore_delete = options.get_option(opts.IGNORE_DELETE)
+    sequence_fields = _split(options.get_option(opts.SEQUENCE_FIELD))
+    for name in sequence_fields:
+        if name not in names:
+            raise SchemaError(f"sequence.field {name!r} is not a column of the table ({names})")
+    if len(set(sequence_fields)) != len(sequence_fields):
+        raise ConfigError(f"sequence.field repeats a column: {sequence_fields}", opts.SEQUENCE_FIELD.key)
+    if engine == "deduplicate":
+        return Deduplicate(ignore_delete)
+    if engine == "first-row":
+        if sequence_fields:
+            raise ConfigError(
+                "the first-row merge engine does not take a sequence.field", opts.SEQUENCE_FIELD.key
+            )
+        return FirstRow(ignore_delete)
+    if engine == "partial-update":
+        return _partial_update(schema, options, keys, sequence_fields, ignore_delete)
+    return _aggregation(schema, options, keys, sequence_fields)
+
+
+def _field_options(options: opts.Options, suffix: str) -> dict[str, str]:
+    found = {}
+    for key, value in options.items():
+        if (
+            key.startswith("fields.")
+            and key.endswith("." + suffix)
+            and key != "fields.default-aggregate-function"
+        ):
+            found[key[len("fields.") : -len(suffix) - 1]] = value
+    return found
+
+
+def _partial_update(
+    schema: TableSchema,
+    options: opts.Options,
+    keys: list[str],
+    sequence_fields: list[str],
+    ignore_delete: bool,
+) -> PartialUpdate:
+    names = schema.field_names
+    remove_on_delete = options.get_option(opts.PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE)
+    if ignore_delete and remove_on_delete:
+        raise ConfigError(
+            "'ignore-delete' and 'partial-update.remove-record-on-delete' cannot both be set",
+            opts.PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.key,
+        )
+    groups = []
+    seen: set[str] = set()
+    for fields, columns_text in _field_options(options, "sequence-group").items():
+        group = SequenceGroup(_split(fields), _split(columns_text))
+        for name in (*group.sequence_fields, *group.columns):
+            if name not in names:
+                raise SchemaError(f"sequence group column {name!r} is not a column of the table ({names})")
+        taken = seen & set(group.columns)
+        if taken:
+            raise ConfigError(f"columns {sorted(taken)} belong to more than one sequence group")
+        seen |= set(group.columns)
+        groups.append(group)
+    if groups and remove_on_delete:
+        raise ConfigError(
+            "'partial-update.remove-record-on-delete' cannot be combined with sequence groups",
+            opts.PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.key,
+        )
+    if _field_options(options, "aggregate-function") or options.get_option(
+        opts.FIELDS_DEFAULT_AGGREGATE_FUNCTION
+    ):
+        raise ConfigError(
+            "aggregate functions inside the partial-update merge engine are not supported yet; use the "
+            "aggregation merge engine"
+        )
+    del sequence_fields
+    return PartialUpdate(names, keys, ignore_delete, remove_on_delete, groups)
+
+
+def _aggregation(
+    schema: TableSchema, options: opts.Options, keys: list[str], sequence_fields: list[str]
+) -> Aggregation:
+    functions = _field_options(options, "aggregate-function")
+    ignore_retract = {
+        k: v.strip().lower() == "true" for k, v in _field_options(options, "ignore-retract").items()
+    }
+    delimiters = _field_options(options, "list-agg-delimiter")
+    distinct = {k: v.strip().lower() == "true" for k, v in _field_options(options, "distinct").items()}
+    for name in functions:
+        if name not in schema.field_names:
+            raise SchemaError(f"fields.{name}.aggregate-function names no column of the table")
+    default = options.get_option(opts.FIELDS_DEFAULT_AGGREGATE_FUNCTION) or "last_non_null_value"
+    remove_on_delete = options.get_option(opts.AGGREGATION_REMOVE_RECORD_ON_DELETE)
+    aggregators: dict[str, Aggregator] = {}
+    for field in schema.fields:
+        if field.name in keys:
+            continue
+        function = "last_value" if field.name in sequence_fields else functions.get(field.name, default)
+        if remove_on_delete and ignore_retract.get(field.name):
+            raise ConfigError(
+                "'aggregation.remove-record-on-delete' cannot be combined with 'ignore-retract'",
+                opts.AGGREGATION_REMOVE_RECORD_ON_DELETE.key,
+            )
+        aggregators[field.name] = aggregator_for(
+            field.name,
+            function,
+            field.type,
+            ignore_retract=ignore_retract.get(field.name, False),
+            delimiter=delimiters.get(field.name, ","),
+            distinct=distinct.get(field.name, False),
+        )
+    return Aggregation(keys, aggregators, remove_on_delete)

@@ -1,0 +1,116 @@
+"""Merge-on-read of primary-key tables: a split's key-range sections, read raw or merged.
+
+See docs/primary-key-tables.md ("Reading"). A section holding one sorted run without deletes has each key
+once: its files are read as plain Parquet, with filters pushed down. Other sections are concatenated,
+ordered once and merged by the table's merge engine; value filters run only after the merge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paimon_core import options as opts
+from paimon_core.manifest import DataFileMeta
+from paimon_core.table._read import TableRead
+from paimon_core.table._scan import DataSplit
+from paimon_core.table.mergetree._layout import SEQUENCE_NUMBER, VALUE_KIND, KeyValueLayout
+from paimon_core.table.mergetree._levels import SortedRun, interval_partition
+from paimon_core.table.mergetree._merge import MergeEngine, merge_engine, order_records
+
+if TYPE_CHECKING:
+    from paimon_core.table._table import Table
+
+__all__ = ["KeyValueTableRead", "merge_records"]
+
+_ADD_KINDS = pa.array([0, 2], pa.int8())
+
+
+def merge_records(
+    records: pa.Table, layout: KeyValueLayout, engine: MergeEngine, descending: bool
+) -> pa.Table:
+    """Order ``records`` (any number of runs) and merge them into one record per key (retractions kept)."""
+    ordered, groups = order_records(records, layout.key_names, layout.sequence_fields, descending)
+    return engine.merge(ordered, groups)
+
+
+def only_adds(records: pa.Table) -> pa.Table:
+    """The records that are rows (``+I``/``+U``); retractions hide older data and are dropped at read."""
+    return records.filter(pc.is_in(records.column(VALUE_KIND), value_set=_ADD_KINDS))
+
+
+class KeyValueTableRead(TableRead):
+    """Reads splits of a primary-key table: every key once, merged by the table's merge engine."""
+
+    def __init__(
+        self, table: Table, columns: Sequence[str] | None = None, row_filter: pc.Expression | None = None
+    ) -> None:
+        super().__init__(table, columns, row_filter)
+        self.layout = KeyValueLayout(table.schema)
+        self.engine = merge_engine(table.schema, table.options)
+        self.descending = table.options.get_option(opts.SEQUENCE_FIELD_SORT_ORDER) == "descending"
+
+    def read_records(self, split: DataSplit, file: DataFileMeta) -> pa.Table:
+        """A data file's records: sequence number, row kind and every column of the current schema."""
+        file_schema = self.table.schema_manager.schema(file.schema_id)
+        by_id = {f.id: f.name for f in file_schema.fields}
+        target = self.layout.records_schema
+        present = [by_id.get(f.id) for f in self.table.schema.fields]
+        wanted = [SEQUENCE_NUMBER, VALUE_KIND, *(name for name in present if name is not None)]
+        with self._open(split, self._file_path(split, file)) as parquet:
+            data = parquet.read(columns=wanted, use_threads=True)
+        columns = [data.column(SEQUENCE_NUMBER), data.column(VALUE_KIND)]
+        for name, field in zip(present, target.remove(0).remove(0), strict=True):
+            if name is None:
+                columns.append(pa.nulls(data.num_rows, field.type))
+                continue
+            column = data.column(name)
+            columns.append(column if column.type == field.type else column.cast(field.type))
+        return pa.Table.from_arrays(columns, schema=target)
+
+    def merged(self, split: DataSplit, files: Sequence[DataFileMeta]) -> pa.Table:
+        """The merged records of ``files`` (retractions kept)."""
+        tables = [self.read_records(split, f) for f in files]
+        records = pa.concat_tables(tables) if tables else self.layout.records_schema.empty_table()
+        return merge_records(records, self.layout, self.engine, self.descending)
+
+    def read_split(self, split: DataSplit) -> pa.Table:
+        parts = []
+        for section in interval_partition(list(split.files), self.layout.key_of):
+            if _is_raw(section):
+                parts += [self.read_file(split, f) for run in section for f in run.files]
+                continue
+            rows = only_adds(self.merged(split, [f for run in section for f in run.files]))
+            parts.append(self._conform_merged(rows))
+        if not parts:
+            return self.output_schema.empty_table()
+        return pa.concat_tables(parts)
+
+    def _conform_merged(self, rows: pa.Table) -> pa.Table:
+        values = rows.drop_columns([SEQUENCE_NUMBER, VALUE_KIND])
+        if self.row_filter is not None:
+            values = values.filter(self.row_filter)
+        return values.select(self.columns)
+
+    def to_arrow(self, splits: Sequence[DataSplit]) -> pa.Table:
+        if len(splits) > 1:
+            with ThreadPoolExecutor(max_workers=4) as pool:
+                tables = list(pool.map(self.read_split, splits))
+        else:
+            tables = [self.read_split(s) for s in splits]
+        if not tables:
+            return self.output_schema.empty_table()
+        return pa.concat_tables(tables)
+
+    def to_batches(self, splits: Sequence[DataSplit]) -> Iterator[pa.RecordBatch]:
+        for split in splits:
+            yield from self.read_split(split).to_batches()
+
+
+def _is_raw(section: Sequence[SortedRun]) -> bool:
+    """One sorted run without deletes holds every key once: no merge needed."""
+    return len(section) == 1 and all(f.delete_row_count == 0 for f in section[0].files)

@@ -1,0 +1,379 @@
+"""Writing primary-key tables: one merge tree per (partition, bucket), flushed to level 0 and compacted.
+
+See docs/primary-key-tables.md ("Writing", "Levels and compaction"). A :class:`MergeTreeWriter` numbers
+the records of its bucket, buffers them, and on flush orders and merges them into level-0 files. Unless
+``write-only``, it then asks the universal picker for a compaction and runs it before accepting more
+records (a synchronous compaction never lets sorted runs pile up past ``num-sorted-run.stop-trigger``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from paimon_core import options as opts
+from paimon_core.errors import SchemaError
+from paimon_core.manifest import DataFileMeta
+from paimon_core.storage import join_path
+from paimon_core.table._convert import conform_batch, iter_batches
+from paimon_core.table._messages import CommitMessage
+from paimon_core.table._scan import DataSplit
+from paimon_core.table._write import DataFileWriter, TableWrite
+from paimon_core.table.mergetree._layout import kinds_of
+from paimon_core.table.mergetree._levels import (
+    CompactUnit,
+    Levels,
+    UniversalCompaction,
+    pick_full_compaction,
+    plan_unit,
+)
+from paimon_core.table.mergetree._merge import DELETE, INSERT
+from paimon_core.table.mergetree._reader import KeyValueTableRead, merge_records, only_adds
+
+if TYPE_CHECKING:
+    from paimon_core.table._table import Table
+
+__all__ = ["KeyValueTableWrite", "MergeTreeCompactTask", "MergeTreeWriter", "needs_full_compaction"]
+
+logger = logging.getLogger(__name__)
+
+_FILE_SOURCE_COMPACT = 1
+
+
+class MergeTreeWriter:
+    """The merge tree of one (partition, bucket): records in, level-0 files and compactions out.
+
+    Args:
+        table: the table.
+        partition, bucket, directory: where the bucket lives.
+        restored: the bucket's live files; sequence numbers continue after theirs.
+        compact: run universal compaction after flushes (False for ``write-only`` writers).
+    """
+
+    def __init__(
+        self,
+        table: Table,
+        partition: bytes,
+        bucket: int,
+        directory: str,
+        restored: Sequence[DataFileMeta],
+        compact: bool,
+    ) -> None:
+        options = table.options
+        self.table = table
+        self.partition = partition
+        self.bucket = bucket
+        self.directory = directory
+        self.compact = compact
+        self.reader = KeyValueTableRead(table)
+        self.layout = self.reader.layout
+        self.levels = Levels(restored, options.merge_tree_levels(), self.layout.key_of)
+        self.next_sequence = max((f.max_sequence_number for f in restored), default=-1) + 1
+        self.target_size = options.target_file_size(True)
+        self.picker = UniversalCompaction(
+            options.get_option(opts.COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT),
+            options.get_option(opts.COMPACTION_SIZE_RATIO),
+            options.get_option(opts.NUM_SORTED_RUN_COMPACTION_TRIGGER),
+            options.get_option(opts.COMPACTION_FORCE_UP_LEVEL_0),
+        )
+        self.small_file_size = int(self.target_size * options.get_option(opts.COMPACTION_SMALL_FILE_RATIO))
+        self.buffered: list[pa.Table] = []
+        self.buffered_bytes = 0
+        self.new_files: list[DataFileMeta] = []
+        self.compact_before: dict[str, DataFileMeta] = {}
+        self.compact_after: list[DataFileMeta] = []
+
+    # --- records in ------------------------------------------------------------------------------------------
+
+    def write(self, values: pa.RecordBatch, kinds: pa.Array) -> None:
+        """Buffer rows of the table's value schema with their row kinds; numbers them in arrival order."""
+        count = values.num_rows
+        sequence = pa.array(np.arange(self.next_sequence, self.next_sequence + count, dtype=np.int64))
+        self.next_sequence += count
+        records = pa.Table.from_arrays([sequence, kinds, *values.columns], schema=self.layout.records_schema)
+        self.buffered.append(records)
+        self.buffered_bytes += records.nbytes
+
+    def flush(self) -> None:
+        """Order and merge the buffer into level-0 files, then compact if the tree asks for it."""
+        if not self.buffered:
+            return
+        records = pa.concat_tables(self.buffered)
+        self.buffered, self.buffered_bytes = [], 0
+        merged = merge_records(records, self.layout, self.reader.engine, self.reader.descending)
+        files = self._write_files(merged, level=0, file_source=0)
+        self.new_files += files
+        for file in files:
+            self.levels.add_level0_file(file)
+        if self.compact:
+            self._compact(self.picker.pick(self.levels.num_levels, self.levels.sorted_runs()))
+
+    # --- compaction -------------------------------------------------------------------------------------------
+
+    def full_compaction(self) -> None:
+        """Merge every sorted run of the bucket into the top level."""
+        self.flush()
+        self._compact(pick_full_compaction(self.levels.num_levels, self.levels.sorted_runs()))
+
+    def compact_picked(self) -> None:
+        """Run the compaction the universal picker asks for, if any."""
+        self.flush()
+        self._compact(self.picker.pick(self.levels.num_levels, self.levels.sorted_runs()))
+
+    def _compact(self, unit: CompactUnit | None) -> None:
+        if unit is None:
+            return
+        plan = plan_unit(unit, self.levels, self.layout.key_of, self.small_file_size)
+        before: list[DataFileMeta] = []
+        after: list[DataFileMeta] = []
+        for file in plan.upgrades:
+            before.append(file)
+            after.append(replace(file, level=unit.output_level))
+        rewrite = [f for section in plan.rewrite_sections for run in section for f in run.files]
+        if rewrite:
+            split = DataSplit(0, self.partition, self.bucket, self.directory, tuple(rewrite))
+            merged = self.reader.merged(split, rewrite)
+            if plan.drop_delete:
+                merged = only_adds(merged)
+            before += rewrite
+            after += self._write_files(merged, unit.output_level, _FILE_SOURCE_COMPACT)
+        self.levels.update(before, after)
+        self._record_compaction(before, after)
+
+    def _record_compaction(self, before: Sequence[DataFileMeta], after: Sequence[DataFileMeta]) -> None:
+        after_names = {f.file_name for f in after}
+        for file in before:
+            if file in self.compact_after:
+                # An output of an earlier, uncommitted compaction: no snapshot will ever list it.
+                self.compact_after.remove(file)
+                if file.file_name not in self.compact_before and file.file_name not in after_names:
+                    self._delete(file)
+            else:
+                self.compact_before[file.file_name] = file
+        self.compact_after += after
+
+    def _delete(self, file: DataFileMeta) -> None:
+        try:
+            self.table.storage.delete(join_path(self.directory, file.file_name))
+        except OSError:
+            logger.warning("could not delete intermediate file %s", file.file_name, exc_info=True)
+
+    def _write_files(self, records: pa.Table, level: int, file_source: int) -> list[DataFileMeta]:
+        if records.num_rows == 0:
+            return []
+        writer = DataFileWriter(
+            table=self.table,
+            partition=self.partition,
+            directory=self.directory,
+            bucket=self.bucket,
+            next_seq=0,
+            target_size=self.target_size,
+            file_source=file_source,
+            layout=self.layout,
+            level=level,
+        )
+        try:
+            for batch in self.layout.to_file_rows(records).to_batches():
+                writer.add(batch)
+            return writer.close()
+        except BaseException:
+            for path in writer.abort():
+                self.table.storage.delete(path)
+            raise
+
+    # --- out --------------------------------------------------------------------------------------------------
+
+    def prepare_commit(self, full_compaction: bool = False) -> CommitMessage | None:
+        """Flush, optionally compact everything, and hand over what changed since the last call."""
+        if full_compaction:
+            self.full_compaction()
+        else:
+            self.flush()
+        message = CommitMessage(
+            self.partition,
+            self.bucket,
+            self.table.bucket,
+            new_files=tuple(self.new_files),
+            compact_before=tuple(self.compact_before.values()),
+            compact_after=tuple(self.compact_after),
+        )
+        self.new_files, self.compact_before, self.compact_after = [], {}, []
+        return None if message.is_empty() else message
+
+    def created_paths(self) -> list[str]:
+        """Files this writer wrote that no commit holds yet (for an abort)."""
+        before = set(self.compact_before)
+        return [
+            join_path(self.directory, f.file_name)
+            for f in (*self.new_files, *self.compact_after)
+            if f.file_name not in before
+        ]
+
+
+class KeyValueTableWrite(TableWrite):
+    """Writes upserts and deletes into a primary-key table (nothing is visible until committed).
+
+    ``write(data)`` upserts (``+I``), or takes each row's kind from the ``rowkind.field`` column;
+    ``delete(keys)`` writes ``-D`` records for the given keys.
+    """
+
+    def __init__(self, table: Table, *, overwrite: bool = False, full_compaction: bool = False) -> None:
+        super().__init__(table)
+        self._overwrite = overwrite
+        self._trees: dict[tuple[bytes, int], MergeTreeWriter] = {}
+        self._restored: dict[tuple[bytes, int], list[DataFileMeta]] | None = None
+        self._compact = not table.options.get_option(opts.WRITE_ONLY)
+        self._full_compaction = full_compaction
+        self._rowkind_field = table.options.get_option(opts.ROWKIND_FIELD)
+        self._commits = 0
+
+    def write(self, data: Any, kind: int = INSERT) -> None:
+        """Write an Arrow table / batch / reader, an iterable of batches, or a pandas DataFrame.
+
+        Raises:
+            SchemaError: the data does not fit the table's schema, a primary-key value is null, or a
+                ``rowkind.field`` value is not a row kind.
+        """
+        if self._closed:
+            raise RuntimeError("this TableWrite was already committed or aborted")
+        for batch in iter_batches(data):
+            if batch.num_rows == 0:
+                continue
+            batch = conform_batch(batch, self._arrow_schema)
+            for key, part in self._split(batch):
+                self._tree_for(*key).write(part, self._kinds(part, kind))
+            self._bound_memory()
+
+    def delete(self, keys: Any) -> None:
+        """Delete the rows with these primary keys (data holding at least the key and partition columns).
+
+        Raises:
+            SchemaError: a key or partition column is missing or null.
+        """
+        for batch in iter_batches(keys):
+            self.write(_complete(batch, self._arrow_schema, self.table.schema.primary_keys), DELETE)
+
+    def _kinds(self, part: pa.RecordBatch, kind: int) -> pa.Array:
+        if self._rowkind_field is not None and kind == INSERT:
+            return kinds_of(part.column(self._rowkind_field), self._rowkind_field)
+        return pa.array(np.full(part.num_rows, kind, dtype=np.int8))
+
+    def _tree_for(self, partition_values: tuple[Any, ...], bucket: int) -> MergeTreeWriter:
+        table = self.table
+        partition = self._partition_bytes(partition_values)
+        key = (partition, bucket)
+        tree = self._trees.get(key)
+        if tree is None:
+            tree = MergeTreeWriter(
+                table,
+                partition,
+                bucket,
+                table.bucket_dir(partition, bucket),
+                self._restore(partition, bucket),
+                self._compact,
+            )
+            self._trees[key] = tree
+        return tree
+
+    def _restore(self, partition: bytes, bucket: int) -> list[DataFileMeta]:
+        if self._overwrite:
+            return []  # the overwrite replaces the bucket's files: start a fresh tree
+        if self._restored is None:
+            self._restored = {}
+            for entry in self.table.live_entries():
+                self._restored.setdefault((entry.partition, entry.bucket), []).append(entry.file)
+        return self._restored.get((partition, bucket), [])
+
+    def _bound_memory(self) -> None:
+        total = sum(t.buffered_bytes for t in self._trees.values())
+        while total > self._buffer_limit:
+            largest = max(self._trees.values(), key=lambda t: t.buffered_bytes)
+            if largest.buffered_bytes == 0:
+                break
+            total -= largest.buffered_bytes
+            largest.flush()
+
+    def prepare_commit(self) -> list[CommitMessage]:
+        """Flush every bucket (compacting as the tree asks) and return the commit messages."""
+        self._commits += 1
+        every = self.table.options.get_option(opts.FULL_COMPACTION_DELTA_COMMITS)
+        full = self._full_compaction or (every is not None and self._compact and self._commits % every == 0)
+        messages = []
+        for tree in self._trees.values():
+            message = tree.prepare_commit(full_compaction=full)
+            if message is not None:
+                messages.append(message)
+        return messages
+
+    def abort(self, messages: list[CommitMessage] | None = None) -> None:
+        """Delete every file this writer (or the given uncommitted messages) created."""
+        paths = [p for tree in self._trees.values() for p in tree.created_paths()]
+        self.table.delete_new_files(messages or ())
+        for path in paths:
+            try:
+                self.table.storage.delete(path)
+            except OSError:
+                logger.warning("could not delete %s while aborting a write", path, exc_info=True)
+        self._trees.clear()
+        self._closed = True
+
+
+def _complete(batch: pa.RecordBatch, schema: pa.Schema, primary_keys: Sequence[str]) -> pa.RecordBatch:
+    """A delete's keys widened to full rows (absent value columns are null)."""
+    missing = [k for k in primary_keys if k not in batch.schema.names]
+    if missing:
+        raise SchemaError(f"a delete needs the primary-key columns; {missing} are missing")
+    columns = []
+    for field in schema:
+        if field.name in batch.schema.names:
+            columns.append(batch.column(field.name))
+        else:
+            columns.append(pa.nulls(batch.num_rows, field.type))
+    return pa.RecordBatch.from_arrays(columns, schema=schema.with_metadata(None))
+
+
+@dataclass(frozen=True)
+class MergeTreeCompactTask:
+    """Compact one bucket of a primary-key table (the dedicated job's unit of work; picklable).
+
+    Attributes:
+        partition, bucket, total_buckets: the bucket and its entries' ``_TOTAL_BUCKETS``.
+        files: the bucket's live files.
+        full: merge everything into the top level; otherwise compact what the universal picker picks.
+    """
+
+    partition: bytes
+    bucket: int
+    total_buckets: int
+    files: tuple[DataFileMeta, ...]
+    full: bool = True
+
+    @property
+    def input_bytes(self) -> int:
+        return sum(f.file_size for f in self.files)
+
+    def run(self, table: Table) -> CommitMessage:
+        tree = MergeTreeWriter(
+            table,
+            self.partition,
+            self.bucket,
+            table.bucket_dir(self.partition, self.bucket),
+            self.files,
+            True,
+        )
+        if self.full:
+            tree.full_compaction()
+        else:
+            tree.compact_picked()
+        message = tree.prepare_commit()
+        return message or CommitMessage(self.partition, self.bucket, self.total_buckets)
+
+
+def needs_full_compaction(files: Sequence[DataFileMeta], num_levels: int) -> bool:
+    """Whether a full compaction of a bucket holding ``files`` would change anything."""
+    return len(files) > 1 or any(f.level != num_levels - 1 or f.delete_row_count != 0 for f in files)
