@@ -664,7 +664,7 @@ NUM_SORTED_RUN_STOP_TRIGGER: Option[int | None] = _declare(
         _optional(int),
         None,
         "Sorted runs at which writes wait for compaction (default: compaction trigger + 3).",
-        check=_positive,
+        check=lambda v: v is None or v > 0,
     )
 )
 NUM_LEVELS: Option[int | None] = _declare(
@@ -673,7 +673,7 @@ NUM_LEVELS: Option[int | None] = _declare(
         _optional(int),
         None,
         "Levels of the merge tree (default: compaction trigger + 1).",
-        check=lambda v: v >= 2,
+        check=lambda v: v is None or v >= 2,
         check_doc="must be at least 2",
     )
 )
@@ -717,7 +717,7 @@ FULL_COMPACTION_DELTA_COMMITS: Option[int | None] = _declare(
         _optional(int),
         None,
         "Run a full compaction every this many commits of a writer.",
-        check=_positive,
+        check=lambda v: v is None or v > 0,
     )
 )
 LOCAL_SORT_MAX_NUM_FILE_HANDLES: Option[int] = _declare(
@@ -759,7 +759,7 @@ DYNAMIC_BUCKET_INITIAL_BUCKETS: Option[int | None] = _declare(
         _optional(int),
         None,
         "Buckets a dynamic-bucket writer opens in parallel at first.",
-        check=_positive,
+        check=lambda v: v is None or v > 0,
     )
 )
 DYNAMIC_BUCKET_MAX_BUCKETS: Option[int] = _declare(

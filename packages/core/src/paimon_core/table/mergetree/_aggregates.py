@@ -209,7 +209,7 @@ def _listagg(
     )
     lists = _hash_aggregate(column, groups, count, adds & non_empty, "list")
     if agg.distinct:
-        joined = []
+        joined: list[str | None] = []
         for items in lists.to_pylist():
             if items is None:
                 joined.append(None)
@@ -228,7 +228,7 @@ def _collect(
     agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask
 ) -> pa.Array:
     lists = _hash_aggregate(column, groups, count, adds & _valid(column), "list")
-    merged = []
+    merged: list[list[Any] | None] = []
     for items in lists.to_pylist():
         if items is None:
             merged.append(None)

@@ -45,7 +45,7 @@ class SortedRun:
 
 def _level0_order(file: DataFileMeta) -> tuple[int, int, int, str]:
     # Newest first: Java's Levels orders level 0 by max sequence desc, then min sequence, creation, name.
-    return (-file.max_sequence_number, file.min_sequence_number, file.creation_time, file.file_name)
+    return (-file.max_sequence_number, file.min_sequence_number, file.creation_time or 0, file.file_name)
 
 
 class Levels:

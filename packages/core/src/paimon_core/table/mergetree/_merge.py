@@ -99,7 +99,8 @@ def _kinds(records: pa.Table) -> npt.NDArray[np.int8]:
 
 
 def _is_retract(kinds: npt.NDArray[np.int8]) -> npt.NDArray[np.bool_]:
-    return (kinds == UPDATE_BEFORE) | (kinds == DELETE)
+    retract: npt.NDArray[np.bool_] = (kinds == UPDATE_BEFORE) | (kinds == DELETE)
+    return retract
 
 
 def _assemble(
@@ -238,7 +239,8 @@ class PartialUpdate(MergeEngine):
         last_delete = last_where(groups, kinds == DELETE, count)
         starts = last_delete[groups]
         positions = np.arange(len(groups))
-        return (positions >= starts) & (kinds != UPDATE_BEFORE)
+        after: npt.NDArray[np.bool_] = (positions >= starts) & (kinds != UPDATE_BEFORE)
+        return after
 
     @staticmethod
     def _merge_group(
@@ -404,9 +406,8 @@ def _partial_update(
             "'partial-update.remove-record-on-delete' cannot be combined with sequence groups",
             opts.PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.key,
         )
-    if _field_options(options, "aggregate-function") or options.get_option(
-        opts.FIELDS_DEFAULT_AGGREGATE_FUNCTION
-    ):
+    default_function = options.get_option(opts.FIELDS_DEFAULT_AGGREGATE_FUNCTION)
+    if _field_options(options, "aggregate-function") or default_function is not None:
         raise ConfigError(
             "aggregate functions inside the partial-update merge engine are not supported yet; use the "
             "aggregation merge engine"
