@@ -220,6 +220,13 @@ def bench(session: nox.Session) -> None:
 
 
 @nox.session
+def bench_pk(session: nox.Session) -> None:
+    """Primary-key upserts and merged reads against pypaimon and raw Parquet (``benchmarks/pk_bench.py``)."""
+    session.install("-e", "packages/core", PYPAIMON)
+    session.run("python", "benchmarks/pk_bench.py", *session.posargs)
+
+
+@nox.session
 def bench_spark(session: nox.Session) -> None:
     """``benchmarks/spark_bench.py``: 5M rows written and read through ``paimon`` vs Spark's own Parquet."""
     session.install("-e", "packages/core", "-e", "packages/spark", *BY_DIR["spark"].test_extras)
