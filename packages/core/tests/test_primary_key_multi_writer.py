@@ -8,7 +8,8 @@ overlap, so only a user sequence orders one writer's versions once compaction me
 
 from __future__ import annotations
 
-import multiprocessing as mp
+import subprocess
+import sys
 from typing import Any
 
 import pyarrow as pa
@@ -25,21 +26,31 @@ KEYS = 200
 ROUNDS = 6
 
 
-def _writer(warehouse: str, column: str, offset: int) -> None:
-    table = Catalog.open(warehouse).get_table("db.wide")
-    for round_ in range(ROUNDS):
-        ids = list(range(round_ % 3, KEYS, 3)) + list(range(KEYS))[offset::7]
-        values = [i * 10 + offset + round_ for i in ids]
-        data: dict[str, list[int | None]] = {name: [None] * len(ids) for name in SCHEMA.names[1:]}
-        data[column] = list(values)
-        data[f"{column}_version"] = [round_] * len(ids)
-        table.append(pa.table({"id": ids, **data}, schema=SCHEMA))
+# Run as separate interpreters (the test module itself is not importable by a spawned child).
+_WRITER = """
+import sys
+import pyarrow as pa
+from paimon_core import Catalog
 
+warehouse, column, offset, keys, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+table = Catalog.open(warehouse).get_table("db.wide")
+schema = table.arrow_schema
+for round_ in range(rounds):
+    ids = list(range(round_ % 3, keys, 3)) + list(range(keys))[offset::7]
+    data = {name: [None] * len(ids) for name in schema.names[1:]}
+    data[column] = [i * 10 + offset + round_ for i in ids]
+    data[column + "_version"] = [round_] * len(ids)
+    table.append(pa.table({"id": ids, **data}, schema=schema))
+"""
+_COMPACTOR = """
+import os, sys
+from paimon_core import Catalog
+from paimon_core.compact import compact_table
 
-def _compactor(warehouse: str, stop: Any) -> None:
-    table = Catalog.open(warehouse).get_table("db.wide")
-    while not stop.is_set():
-        compact_table(table)
+table = Catalog.open(sys.argv[1]).get_table("db.wide")
+while not os.path.exists(sys.argv[2]):
+    compact_table(table)
+"""
 
 
 def test_partial_update_writers_and_a_compaction_job_in_processes(tmp_path: Any) -> None:
@@ -49,21 +60,18 @@ def test_partial_update_writers_and_a_compaction_job_in_processes(tmp_path: Any)
     options = {"bucket": "2", "merge-engine": "partial-update", "write-only": "true"}
     options.update({f"fields.{c}_version.sequence-group": c for c in COLUMNS})
     table = catalog.create_table("db.wide", SCHEMA, primary_keys=["id"], options=options)
-    context = mp.get_context("spawn")
-    stop = context.Event()
-    compactor = context.Process(target=_compactor, args=(warehouse, stop))
+    stop = tmp_path / "stop"
+    compactor = subprocess.Popen([sys.executable, "-c", _COMPACTOR, warehouse, str(stop)])
     writers = [
-        context.Process(target=_writer, args=(warehouse, column, offset))
+        subprocess.Popen(
+            [sys.executable, "-c", _WRITER, warehouse, column, str(offset), str(KEYS), str(ROUNDS)]
+        )
         for offset, column in enumerate(COLUMNS, start=1)
     ]
-    compactor.start()
-    for process in writers:
-        process.start()
-    for process in writers:
-        process.join(timeout=300)
-    stop.set()
-    compactor.join(timeout=300)
-    assert [p.exitcode for p in (*writers, compactor)] == [0, 0, 0, 0]
+    codes = [w.wait(timeout=300) for w in writers]
+    stop.touch()
+    codes.append(compactor.wait(timeout=300))
+    assert codes == [0, 0, 0, 0]
     compact_table(table)
 
     rows = {r["id"]: r for r in table.to_arrow().to_pylist()}
