@@ -112,7 +112,7 @@ def test_bad_input_is_refused_before_anything_is_written(catalog: Catalog) -> No
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"options": {}}, ConfigError, "fixed number of buckets"),
+        ({"options": {"bucket-key": "id"}}, ConfigError, "bucket-key"),
         ({"options": {"bucket": "-2"}}, ConfigError, "postpone"),
         ({"options": {"bucket": "0"}}, ConfigError, "bucket"),
         ({"primary_keys": ["id"], "partition_keys": ["dt"]}, SchemaError, "cross-partition"),
@@ -291,15 +291,20 @@ _op = st.one_of(
 )
 
 
+# bucket = -1 with 3 keys per bucket: keys spread over several dynamic buckets of each partition
+BUCKETS = {"fixed": {"bucket": "2"}, "dynamic": {"bucket": "-1", "dynamic-bucket.target-row-num": "3"}}
+
+
+@pytest.mark.parametrize("buckets", sorted(BUCKETS))
 @pytest.mark.parametrize("engine", sorted(ENGINES))
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=st.lists(_op, min_size=1, max_size=8))
 def test_random_histories_read_what_the_model_says(
-    tmp_path_factory: pytest.TempPathFactory, engine: str, ops: list[tuple[str, list[Any]]]
+    tmp_path_factory: pytest.TempPathFactory, engine: str, buckets: str, ops: list[tuple[str, list[Any]]]
 ) -> None:
     catalog = Catalog.open(str(tmp_path_factory.mktemp("wh")))
     catalog.create_database("db")
-    options = {"num-sorted-run.compaction-trigger": "2", **ENGINES[engine]}
+    options = {"num-sorted-run.compaction-trigger": "2", **BUCKETS[buckets], **ENGINES[engine]}
     table = _create(catalog, **options)
     state: dict[tuple[str, int], list[Any]] = {}
     for op, rows in ops:

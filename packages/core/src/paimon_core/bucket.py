@@ -48,6 +48,7 @@ __all__ = [
     "assign_buckets",
     "bucket_of_hash",
     "bucket_of_row",
+    "hash_keys",
     "hash_row",
     "murmur3_32",
 ]
@@ -407,6 +408,22 @@ def assign_buckets(
         return pa.array([], type=pa.int32())
     columns = [_key_column(data, name, t) for name, t in zip(key_columns, key_types, strict=True)]
     return _buckets_from_hashes(_vector_hashes(columns, key_types), num_buckets)
+
+
+def hash_keys(
+    data: pa.Table | pa.RecordBatch, key_columns: Sequence[str], key_types: Sequence[DataType]
+) -> npt.NDArray[np.int32]:
+    """Java's ``BinaryRow.hashCode()`` of every row's key columns (the dynamic-bucket hash index values).
+
+    Raises:
+        SchemaError: a key column is missing or cannot hold its key type.
+    """
+    if len(key_columns) != len(key_types) or not key_columns:
+        raise SchemaError("key hashes need one type per column and at least one column")
+    if data.num_rows == 0:
+        return np.empty(0, np.int32)
+    columns = [_key_column(data, name, t) for name, t in zip(key_columns, key_types, strict=True)]
+    return _vector_hashes(columns, key_types)
 
 
 def _key_column(data: pa.Table | pa.RecordBatch, name: str, t: DataType) -> pa.Array:

@@ -21,8 +21,8 @@ into a freed id (docs/commit-protocol.md). A run that dies midway leaves only fi
 reaches; ``remove_orphan_files`` removes them. Snapshots ``>= end``, such as a concurrent commit's, are
 never touched, and no file that ``end`` uses is deleted.
 
-Index manifests and index files are left in place (this implementation cannot read index manifests);
-``remove_orphan_files`` removes them once no snapshot or tag uses them.
+Index manifests and the index files they list (dynamic-bucket hash indexes) go like manifests: when no
+kept snapshot or tag of the range uses them.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from paimon_core.manifest import (
     FileKind,
     ManifestEntry,
     ManifestFileMeta,
+    read_index_manifest,
     read_manifest_file,
     read_manifest_list,
 )
@@ -251,15 +252,24 @@ def _unused_metadata_paths(
     table: Table, gone: list[Snapshot], kept: list[Snapshot]
 ) -> list[tuple[set[str], str]]:
     """(paths, what) of the metadata of ``gone`` that ``kept`` does not use, in deletion order: manifests,
-    manifest lists, statistics files. Empty when a list of ``kept`` cannot be read."""
+    manifest lists, statistics files, index files, index manifests. Empty when a list of ``kept`` cannot be read."""
     keep = _metadata_in_use(table, kept)
     if keep is None:
         return []
     manifests, lists, statistics = _unused_metadata(table, gone, keep)
+    index_manifests = {s.index_manifest for s in gone if s.index_manifest and s.index_manifest not in keep}
+    index_files = {
+        name
+        for m in index_manifests
+        for name in _index_files_quietly(table, m)
+        if _INDEX_FILE + name not in keep
+    }
     return [
         ({table.manifest_path(m) for m in manifests}, "manifest"),
         ({table.manifest_path(m) for m in lists}, "manifest list"),
         ({join_path(table.path, "statistics", s) for s in statistics}, "statistics file"),
+        ({table.index_path(n) for n in index_files}, "index file"),
+        ({table.manifest_path(m) for m in index_manifests}, "index manifest"),
     ]
 
 
@@ -349,12 +359,16 @@ def _metadata_in_use(table: Table, snapshots: list[Snapshot]) -> set[str] | None
     """Manifest lists, manifests, index manifests and statistics files the snapshots use; None when some
     list cannot be read (then no metadata is deleted this run)."""
     used: set[str] = set()
+    seen_index: set[str] = set()
     try:
         for snapshot in snapshots:
             for name in (snapshot.base_manifest_list, snapshot.delta_manifest_list):
                 used.add(name)
                 used.update(m.file_name for m in _read_list(table, name))
             used.update(n for n in (snapshot.index_manifest, snapshot.statistics) if n)
+            if snapshot.index_manifest and snapshot.index_manifest not in seen_index:
+                seen_index.add(snapshot.index_manifest)
+                used.update(_INDEX_FILE + e.file.file_name for e in table.index_entries(snapshot))
     except CorruptMetadataError as exc:
         logger.warning("cannot tell which manifests are still used; deleting none: %s", exc)
         return None
@@ -381,6 +395,19 @@ def _unused_metadata(
         if snapshot.statistics and snapshot.statistics not in keep:
             statistics.add(snapshot.statistics)
     return manifests, lists, statistics
+
+
+_INDEX_FILE = "index/"  # marks index file names in a used set that also holds manifest names
+
+
+def _index_files_quietly(table: Table, index_manifest: str) -> list[str]:
+    """The index files an index manifest lists, or none if it is gone or unreadable."""
+    try:
+        entries = read_index_manifest(table.storage, table.manifest_path(index_manifest))
+    except CorruptMetadataError as exc:
+        logger.info("skipping unreadable index manifest %s: %s", index_manifest, exc)
+        return []
+    return [e.file.file_name for e in entries]
 
 
 def _read_list(table: Table, name: str) -> list[ManifestFileMeta]:

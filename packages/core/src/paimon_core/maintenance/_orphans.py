@@ -1,7 +1,7 @@
 """``remove_orphan_files`` (spec §7.5): delete files that no snapshot and no tag uses, once old enough.
 
 Used set: every snapshot still present and every tag (of the table and of its branches). Candidates: the
-files of ``manifest/``, the files of every ``bucket-*`` directory of the partition tree, and stray files in
+files of ``manifest/`` and ``index/``, the files of every ``bucket-*`` directory of the partition tree, and stray files in
 ``snapshot/`` (not a hint or a retained ``snapshot-N``). A candidate goes when it is unused and older than
 ``older_than`` (default: a day ago), so files of writes still in progress are never touched. Anything that
 cannot be read while building the used set aborts the run before a single deletion.
@@ -13,7 +13,7 @@ import contextlib
 import datetime as dt
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from paimon_core.errors import ConfigError, CorruptMetadataError
 from paimon_core.maintenance._reach import Reach, reach
@@ -61,8 +61,8 @@ def remove_orphan_files(
     storage = table.storage
     orphans = [
         info
-        for info, in_manifest_dir in _candidates(table)
-        if 0 < info.mtime_ms < limit and not _is_used(info, in_manifest_dir, used)
+        for info, where in _candidates(table)
+        if 0 < info.mtime_ms < limit and not _is_used(info, where, used)
     ]
     if not dry_run:
         for info in orphans:
@@ -104,26 +104,35 @@ def _live_roots(table: Table) -> list[Snapshot]:
     return snapshots
 
 
-def _is_used(info: FileInfo, in_manifest_dir: bool, used: Reach) -> bool:
-    # Manifests are referenced by name; data files by their path (it depends on partition and bucket).
-    return info.name in used.metadata if in_manifest_dir else info.path in used.data
+_Where = Literal["manifest", "index", "other"]
 
 
-def _candidates(table: Table) -> list[tuple[FileInfo, bool]]:
-    """Files that may be orphans, each with whether it lives in ``manifest/``."""
+def _is_used(info: FileInfo, where: _Where, used: Reach) -> bool:
+    # Manifests and index files are referenced by name; data files by their path (partition and bucket).
+    if where == "manifest":
+        return info.name in used.metadata
+    if where == "index":
+        return info.name in used.index
+    return info.path in used.data
+
+
+def _candidates(table: Table) -> list[tuple[FileInfo, _Where]]:
+    """Files that may be orphans, each with the directory kind it lives in."""
     storage = table.storage
-    found: list[tuple[FileInfo, bool]] = []
+    found: list[tuple[FileInfo, _Where]] = []
     with contextlib.suppress(FileNotFoundError):
         manifest_dir = table.manifest_context.manifest_dir
-        found += [(i, True) for i in storage.list_dir(manifest_dir) if not i.is_dir]
+        found += [(i, "manifest") for i in storage.list_dir(manifest_dir) if not i.is_dir]
+    with contextlib.suppress(FileNotFoundError):
+        found += [(i, "index") for i in storage.list_dir(join_path(table.path, "index")) if not i.is_dir]
     earliest = table.snapshot_manager.earliest_id()
     with contextlib.suppress(FileNotFoundError):
         for info in storage.list_dir(join_path(table.path, "snapshot")):
             if not info.is_dir and _stray_in_snapshot_dir(info.name, earliest):
-                found.append((info, False))
+                found.append((info, "other"))
     for bucket_dir in _bucket_dirs(table):
         with contextlib.suppress(FileNotFoundError):
-            found += [(i, False) for i in storage.list_dir(bucket_dir) if not i.is_dir]
+            found += [(i, "other") for i in storage.list_dir(bucket_dir) if not i.is_dir]
     return found
 
 

@@ -1,4 +1,5 @@
-"""The files a set of snapshots uses: manifest lists, manifests, data files (the "mark" of mark-and-sweep)."""
+"""The files a set of snapshots uses: manifest lists, manifests, index files, data files (the "mark" of
+mark-and-sweep)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from paimon_core.manifest import (
     ManifestEntry,
+    read_index_manifest,
     read_manifest_file,
     read_manifest_list,
 )
@@ -21,9 +23,10 @@ if TYPE_CHECKING:
 
 @dataclass
 class Reach:
-    """File names in ``manifest/`` and full paths of data files, used by some snapshots."""
+    """File names in ``manifest/`` and ``index/``, and full paths of data files, used by some snapshots."""
 
     metadata: set[str] = field(default_factory=set)
+    index: set[str] = field(default_factory=set)
     data: set[str] = field(default_factory=set)
 
 
@@ -49,6 +52,10 @@ def reach(table: Table, snapshots: Iterable[Snapshot]) -> Reach:
                 table.storage, table.manifest_path(snapshot.changelog_manifest_list)
             )
             found.metadata.update(m.file_name for m in changelog)
+        if snapshot.index_manifest and snapshot.index_manifest not in found.metadata:
+            found.metadata.add(snapshot.index_manifest)
+            index = read_index_manifest(table.storage, table.manifest_path(snapshot.index_manifest))
+            found.index.update(e.file.file_name for e in index)
         found.metadata.update(names)
         per_snapshot.append(names)
     manifests = sorted({name for names in per_snapshot for name in names})

@@ -4,7 +4,8 @@
   :class:`SimpleStats`) and the entry merge;
 * :mod:`._avro`: the Avro schemas, record conversion and codecs;
 * :mod:`._files`: reading and writing files with exact sizes, the rolling writer;
-* :mod:`._merge`: the manifest merge that keeps base manifest lists short.
+* :mod:`._merge`: the manifest merge that keeps base manifest lists short;
+* :mod:`._index`: index manifests (the snapshot's list of index files).
 """
 
 from paimon_core.manifest._avro import (
@@ -38,10 +39,19 @@ from paimon_core.manifest._files import (
     write_manifest_list,
     write_manifests,
 )
+from paimon_core.manifest._index import (
+    HASH_INDEX,
+    IndexFileMeta,
+    IndexManifestEntry,
+    combine_index_entries,
+    read_index_manifest,
+    write_index_manifest,
+)
 from paimon_core.manifest._merge import merge_manifests
 
 __all__ = [
     "EMPTY_ROW_BYTES",
+    "HASH_INDEX",
     "MANIFEST_ENTRY_SCHEMA",
     "MANIFEST_FILE_META_SCHEMA",
     "DataFileMeta",
@@ -49,6 +59,8 @@ __all__ = [
     "FileIdentifier",
     "FileKind",
     "FileSource",
+    "IndexFileMeta",
+    "IndexManifestEntry",
     "ManifestContext",
     "ManifestEntry",
     "ManifestFileMeta",
@@ -56,14 +68,17 @@ __all__ = [
     "RollingManifestWriter",
     "SimpleStats",
     "avro_codec",
+    "combine_index_entries",
     "compute_partition_stats",
     "local_wall_clock_millis",
     "merge_entries",
     "merge_manifests",
     "read_all_entries",
+    "read_index_manifest",
     "read_manifest_file",
     "read_manifest_list",
     "wall_clock_to_epoch_millis",
+    "write_index_manifest",
     "write_manifest_file",
     "write_manifest_list",
     "write_manifests",

@@ -37,11 +37,14 @@ from paimon_core.errors import (
 from paimon_core.manifest import (
     FileIdentifier,
     FileKind,
+    IndexManifestEntry,
     ManifestEntry,
     ManifestFileMeta,
     ManifestNamer,
+    combine_index_entries,
     merge_manifests,
     read_manifest_list,
+    write_index_manifest,
     write_manifest_list,
     write_manifests,
 )
@@ -61,7 +64,7 @@ _CONFLICT_SEARCH_DEPTH = 200  # snapshots searched backwards to name the commit 
 _EXISTS_THREADS = 16
 _BACKOFF_DOUBLINGS = 6  # the back-off window stops growing after this many lost races (fairness)
 
-OverwriteScope = Callable[[ManifestEntry], bool]
+OverwriteScope = Callable[[bytes], bool]  # whether an overwrite replaces the partition (stored bytes)
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,8 @@ class _Attempt:
     entries: list[ManifestEntry]
     check_conflicts: bool
     watermark: int | None = None  # the writer's event-time watermark; snapshots keep the largest
+    index_changes: tuple[IndexManifestEntry, ...] = ()
+    index_scope: OverwriteScope | None = None  # an overwrite drops the index files of these partitions
 
 
 @dataclass(frozen=True)
@@ -174,11 +179,14 @@ class TableCommit:
             messages, "compact_after", FileKind.ADD
         )
         self._require_files(append_entries + compact_entries, commit_identifier)
+        index_changes = _index_changes(messages)
         created = []
         has_deletes = any(e.kind == FileKind.DELETE for e in append_entries)
-        if append_entries or self._force_create_snapshot(messages):
+        if append_entries or index_changes or self._force_create_snapshot(messages):
             kind = CommitKind.OVERWRITE if has_deletes else CommitKind.APPEND
-            attempt = _Attempt(kind, append_entries, check_conflicts=has_deletes, watermark=watermark)
+            attempt = _Attempt(
+                kind, append_entries, has_deletes, watermark=watermark, index_changes=index_changes
+            )
             created += self._commit_with_retry(kind, lambda _latest: attempt, commit_identifier)
         if compact_entries:
             attempt_c = _Attempt(
@@ -237,16 +245,16 @@ class TableCommit:
         scope: OverwriteScope
         if partition is not None:
             scope = self._static_scope(partition)
-            outside = [e.file.file_name for e in new_entries if not scope(e)]
+            outside = [e.file.file_name for e in new_entries if not scope(e.partition)]
             if outside:
                 raise SchemaError(f"overwrite of partition {dict(partition)} got rows of other partitions")
         elif dynamic and table.partition_keys:
             present = {e.partition for e in new_entries}
             if not present:
                 return []  # Paimon: a dynamic overwrite with no data changes nothing
-            scope = lambda entry: entry.partition in present  # noqa: E731
+            scope = lambda partition: partition in present  # noqa: E731
         else:
-            scope = lambda entry: True  # noqa: E731
+            scope = lambda partition: True  # noqa: E731
         self._require_files(new_entries, commit_identifier)
 
         def build(latest: Snapshot | None) -> _Attempt:
@@ -254,9 +262,14 @@ class TableCommit:
             # The deletes are live in `latest` by construction and the publish only lands on top of
             # `latest`, so re-checking them against `latest` would find nothing.
             live = table.live_files.at(latest)
-            doomed = [replace(e, kind=FileKind.DELETE) for e in live.values() if scope(e)]
+            doomed = [replace(e, kind=FileKind.DELETE) for e in live.values() if scope(e.partition)]
             return _Attempt(
-                CommitKind.OVERWRITE, doomed + new_entries, check_conflicts=False, watermark=watermark
+                CommitKind.OVERWRITE,
+                doomed + new_entries,
+                check_conflicts=False,
+                watermark=watermark,
+                index_changes=_index_changes(messages),
+                index_scope=scope,
             )
 
         created = self._commit_with_retry(CommitKind.OVERWRITE, build, commit_identifier)
@@ -333,12 +346,12 @@ class TableCommit:
             raise SchemaError(f"overwrite spec names non-partition columns: {', '.join(unknown)}")
         cache: dict[bytes, bool] = {}
 
-        def in_scope(entry: ManifestEntry) -> bool:
-            hit = cache.get(entry.partition)
+        def in_scope(partition: bytes) -> bool:
+            hit = cache.get(partition)
             if hit is None:
-                values = table.partition_values(entry.partition)
+                values = table.partition_values(partition)
                 hit = all(_same_partition_value(values[k], v) for k, v in spec.items())
-                cache[entry.partition] = hit
+                cache[partition] = hit
             return hit
 
         return in_scope
@@ -593,7 +606,8 @@ class TableCommit:
         if identifier != BATCH_COMMIT_IDENTIFIER:
             self._check_own_progress(identifier, unknown)
         self._check_files(latest, attempt, check_live=attempt_no == 0 or bool(unknown))
-        snapshot = self._build_snapshot(latest, attempt, identifier, written)
+        index = self._index_after(latest, attempt)
+        snapshot = self._build_snapshot(latest, attempt, identifier, written, index)
         logger.info(
             "commit attempt %s on %s: base snapshot %s -> %s (%s)",
             attempt_no, self.table.path, latest.id if latest else 0, snapshot.id, attempt.kind.value,
@@ -738,6 +752,35 @@ class TableCommit:
                 conflicting_files=missing,
             )
 
+    def _index_after(self, latest: Snapshot | None, attempt: _Attempt) -> list[IndexManifestEntry] | None:
+        """The live index files once the attempt lands; None when it changes none.
+
+        Raises:
+            CommitConflictError: another commit replaced an index file this one replaces (or created one
+                where this one creates the first): two writers assigned dynamic buckets in one partition.
+        """
+        if not attempt.index_changes and attempt.index_scope is None:
+            return None
+        live = self.table.index_entries(latest) if latest is not None else []
+        scope = attempt.index_scope
+        if scope is not None:
+            return combine_index_entries([e for e in live if not scope(e.partition)], attempt.index_changes)
+        by_slot = {e.slot: e.file.file_name for e in live}
+        replaced = {c.slot: c.file.file_name for c in attempt.index_changes if c.kind == FileKind.DELETE}
+        stale = [
+            c.file.file_name
+            for c in attempt.index_changes
+            if c.kind == FileKind.ADD and by_slot.get(c.slot) != replaced.get(c.slot)
+        ]
+        if stale:
+            raise CommitConflictError(
+                f"the dynamic-bucket hash index of {self.table.path} changed since this writer read it: another "
+                "writer assigned buckets in the same partition (one writer per partition of a bucket = -1 "
+                "table); nothing was committed",
+                conflicting_files=stale,
+            )
+        return combine_index_entries(live, attempt.index_changes)
+
     def _find_deleter(self, latest: Snapshot, names: set[str]) -> Snapshot | None:
         sm = self.table.snapshot_manager
         earliest = sm.earliest_id() or 1
@@ -771,7 +814,12 @@ class TableCommit:
     # --- the snapshot ----------------------------------------------------------------------------------
 
     def _build_snapshot(
-        self, latest: Snapshot | None, attempt: _Attempt, identifier: int, written: _Written
+        self,
+        latest: Snapshot | None,
+        attempt: _Attempt,
+        identifier: int,
+        written: _Written,
+        index: list[IndexManifestEntry] | None,
     ) -> Snapshot:
         table = self.table
         ctx, storage = table.manifest_context, table.storage
@@ -790,6 +838,11 @@ class TableCommit:
         written.attempt.append(ctx.path(base_list))
         base_size = write_manifest_list(storage, ctx.path(base_list), base_metas, ctx.codec, ctx.level)
         delta_list, delta_size = self._delta(attempt, written)
+        index_manifest = latest.index_manifest if latest else None
+        if index is not None:
+            index_manifest = self._new_name("index-manifest")
+            written.attempt.append(ctx.path(index_manifest))
+            write_index_manifest(storage, ctx.path(index_manifest), index, ctx.codec, ctx.level)
         delta_rows = sum(
             e.file.row_count if e.kind == FileKind.ADD else -e.file.row_count for e in attempt.entries
         )
@@ -804,7 +857,7 @@ class TableCommit:
             delta_manifest_list_size=delta_size,
             changelog_manifest_list=None,
             changelog_manifest_list_size=None,
-            index_manifest=latest.index_manifest if latest else None,
+            index_manifest=index_manifest,
             commit_user=self.commit_user,
             commit_identifier=identifier,
             commit_kind=attempt.kind,
@@ -838,6 +891,17 @@ class _Landed(Exception):
     def __init__(self, published: _Published) -> None:
         super().__init__(published.snapshot.id)
         self.published = published
+
+
+def _index_changes(messages: Sequence[CommitMessage]) -> tuple[IndexManifestEntry, ...]:
+    """The messages' index files: what they replace (DELETE), then what they add (ADD)."""
+    changes = [
+        IndexManifestEntry(kind, m.partition, m.bucket, file)
+        for kind, attribute in ((FileKind.DELETE, "deleted_index_files"), (FileKind.ADD, "new_index_files"))
+        for m in messages
+        for file in getattr(m, attribute)
+    ]
+    return tuple(changes)
 
 
 def _same_partition_value(stored: Any, given: Any) -> bool:

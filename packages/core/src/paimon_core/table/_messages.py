@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from paimon_core.manifest import DataFileMeta
+from paimon_core.manifest import DataFileMeta, IndexFileMeta
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,8 @@ class CommitMessage:
         deleted_files: live files to remove (forces an OVERWRITE commit with conflict checks).
         compact_before: files a compaction rewrote (removed in a COMPACT commit).
         compact_after: the compaction's output files.
+        new_index_files: index files of the bucket to add (a dynamic bucket's new hash index).
+        deleted_index_files: index files they replace.
     """
 
     partition: bytes
@@ -30,6 +32,15 @@ class CommitMessage:
     deleted_files: tuple[DataFileMeta, ...] = ()
     compact_before: tuple[DataFileMeta, ...] = ()
     compact_after: tuple[DataFileMeta, ...] = ()
+    new_index_files: tuple[IndexFileMeta, ...] = ()
+    deleted_index_files: tuple[IndexFileMeta, ...] = ()
 
     def is_empty(self) -> bool:
-        return not (self.new_files or self.deleted_files or self.compact_before or self.compact_after)
+        return not (
+            self.new_files
+            or self.deleted_files
+            or self.compact_before
+            or self.compact_after
+            or self.new_index_files
+            or self.deleted_index_files
+        )

@@ -20,7 +20,7 @@ from paimon_core.errors import (
     SchemaError,
     TableNotFoundError,
 )
-from paimon_core.manifest import ManifestContext, ManifestEntry
+from paimon_core.manifest import IndexManifestEntry, ManifestContext, ManifestEntry, read_index_manifest
 from paimon_core.options import Options
 from paimon_core.partition import partition_path
 from paimon_core.predicate import FilterLike, parse_filter
@@ -176,6 +176,12 @@ class Table:
                     self.storage.delete(path)
                 except OSError:
                     logger.warning("could not delete uncommitted file %s", path, exc_info=True)
+            for index_file in message.new_index_files:
+                path = self.index_path(index_file.file_name)
+                try:
+                    self.storage.delete(path)
+                except OSError:
+                    logger.warning("could not delete uncommitted index file %s", path, exc_info=True)
 
     def copy(self, dynamic_options: Mapping[str, Any]) -> Table:
         """This table with extra dynamic options."""
@@ -196,6 +202,16 @@ class Table:
         sm = self.snapshot_manager
         snapshot = sm.snapshot(snapshot_id) if snapshot_id is not None else sm.latest()
         return live_entries(self, snapshot)
+
+    def index_entries(self, snapshot: Snapshot | None = None) -> list[IndexManifestEntry]:
+        """The live index files of a snapshot (the latest when None): hash indexes, deletion vectors."""
+        snapshot = snapshot or self.snapshot_manager.latest()
+        if snapshot is None or not snapshot.index_manifest:
+            return []
+        return read_index_manifest(self.storage, self.manifest_path(snapshot.index_manifest))
+
+    def index_path(self, file_name: str) -> str:
+        return join_path(self.path, "index", file_name)
 
     # --- writing -----------------------------------------------------------------------------------------
 

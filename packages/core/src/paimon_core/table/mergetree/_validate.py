@@ -46,12 +46,8 @@ def check_primary_key_table(schema: TableSchema) -> None:
             "or a fixed number of buckets",
             "bucket",
         )
-    if bucket == -1:
-        raise ConfigError(
-            "a primary-key table needs a fixed number of buckets for now ('bucket' = N > 0): Paimon's "
-            "default for primary-key tables, dynamic buckets (bucket = -1), is not supported yet",
-            "bucket",
-        )
+    if bucket == -1 and schema.options.get(opts.BUCKET_KEY.key):
+        raise ConfigError("'bucket-key' cannot be set on a dynamic-bucket table (bucket = -1)", "bucket-key")
     producer = options.get_option(opts.CHANGELOG_PRODUCER)
     if producer != "none":
         raise ConfigError(

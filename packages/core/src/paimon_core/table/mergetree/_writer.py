@@ -9,7 +9,7 @@ records (a synchronous compaction never lets sorted runs pile up past ``num-sort
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ from paimon_core.table._convert import conform_batch, iter_batches
 from paimon_core.table._messages import CommitMessage
 from paimon_core.table._scan import DataSplit
 from paimon_core.table._write import DataFileWriter, TableWrite
+from paimon_core.table.mergetree._dynamic_bucket import DynamicBucketAssigner
 from paimon_core.table.mergetree._layout import kinds_of
 from paimon_core.table.mergetree._levels import (
     CompactUnit,
@@ -231,6 +232,7 @@ class KeyValueTableWrite(TableWrite):
         self._full_compaction = full_compaction
         self._rowkind_field = table.options.get_option(opts.ROWKIND_FIELD)
         self._commits = 0
+        self._assigner = DynamicBucketAssigner(table, fresh=overwrite) if table.bucket == -1 else None
 
     def write(self, data: Any, kind: int = INSERT) -> None:
         """Write an Arrow table / batch / reader, an iterable of batches, or a pandas DataFrame.
@@ -257,6 +259,22 @@ class KeyValueTableWrite(TableWrite):
         """
         for batch in iter_batches(keys):
             self.write(_complete(batch, self._arrow_schema, self.table.schema.primary_keys), DELETE)
+
+    def _split(self, batch: pa.RecordBatch) -> Iterator[tuple[tuple[tuple[Any, ...], int], pa.RecordBatch]]:
+        if self._assigner is None:
+            yield from super()._split(batch)
+            return
+        for (values, _), part in super()._split(batch):  # by partition only
+            buckets = self._assigner.assign(self._partition_bytes(values), part)
+            first = int(buckets[0])
+            if (buckets == first).all():
+                yield (values, first), part
+                continue
+            order = np.argsort(buckets, kind="stable")
+            sorted_buckets = buckets[order]
+            starts = np.flatnonzero(np.r_[True, sorted_buckets[1:] != sorted_buckets[:-1]])
+            for start, end in zip(starts, [*starts[1:], len(order)], strict=True):
+                yield (values, int(sorted_buckets[start])), part.take(pa.array(order[start:end]))
 
     def _kinds(self, part: pa.RecordBatch, kind: int) -> pa.Array:
         if self._rowkind_field is not None and kind == INSERT:
@@ -306,6 +324,14 @@ class KeyValueTableWrite(TableWrite):
         messages = []
         for tree in self._trees.values():
             message = tree.prepare_commit(full_compaction=full)
+            if self._assigner is not None:
+                new, replaced = self._assigner.index_changes(tree.partition, tree.bucket)
+                if new:
+                    message = replace(
+                        message or CommitMessage(tree.partition, tree.bucket, self.table.bucket),
+                        new_index_files=new,
+                        deleted_index_files=replaced,
+                    )
             if message is not None:
                 messages.append(message)
         return messages
