@@ -122,6 +122,11 @@ def test_bad_input_is_refused_before_anything_is_written(catalog: Catalog) -> No
         ({"options": {"bucket": "1", "merge-engine": "nonsense"}}, ConfigError, "merge-engine"),
         ({"options": {"bucket": "1", "changelog-producer": "input"}}, ConfigError, "not supported yet"),
         (
+            {"options": {"merge-engine": "aggregation", "fields.score.aggregate-function": "count"}},
+            ConfigError,
+            "Paimon removed it",
+        ),
+        (
             {
                 "options": {
                     "bucket": "1",

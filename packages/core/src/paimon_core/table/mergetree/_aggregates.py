@@ -291,6 +291,12 @@ def aggregator_for(
         ConfigError: an unknown function (naming close matches), or one that does not fit the column's type.
     """
     name = _ALIASES.get(function.strip().lower(), function.strip().lower())
+    if name == "count":
+        raise ConfigError(
+            f"aggregate function 'count' for column {column!r}: Paimon removed it (0.9, apache/paimon#3932) "
+            "because a count cannot be merged correctly; write 1 per row into the column and use 'sum'",
+            f"fields.{column}.aggregate-function",
+        )
     if name not in FUNCTIONS:
         raise ConfigError(
             f"unknown aggregate function {function!r} for column {column!r}"
