@@ -82,6 +82,7 @@ class DataFileWriter:
     file_source: int = _FILE_SOURCE_APPEND
     layout: KeyValueLayout | None = None
     level: int = 0
+    row_group_bytes: int = _ROW_GROUP_BYTES  # buffered bytes that make a row group
     buffered: list[pa.RecordBatch] = field(default_factory=list)
     buffered_bytes: int = 0
     written: list[DataFileMeta] = field(default_factory=list)
@@ -93,7 +94,7 @@ class DataFileWriter:
     def add(self, batch: pa.RecordBatch) -> None:
         self.buffered.append(batch)
         self.buffered_bytes += batch.nbytes
-        if self.buffered_bytes >= _ROW_GROUP_BYTES:
+        if self.buffered_bytes >= self.row_group_bytes:
             self.flush()
 
     def flush(self) -> None:

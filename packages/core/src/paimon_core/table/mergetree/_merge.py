@@ -53,13 +53,22 @@ def order_records(
     with a group id per row (equal keys share one; ids count up from 0)."""
     if records.num_rows == 0:
         return records, np.zeros(0, dtype=np.int64)
+    ordered = records.take(merge_order(records, key_columns, sequence_fields, descending_sequence))
+    return ordered, group_ids(ordered, key_columns)
+
+
+def merge_order(
+    records: pa.Table,
+    key_columns: Sequence[str],
+    sequence_fields: Sequence[str] = (),
+    descending_sequence: bool = False,
+) -> pa.Array:
+    """The indices that put records into merge order (see :func:`order_records`)."""
     order = "descending" if descending_sequence else "ascending"
     sort_keys = [(k, "ascending") for k in key_columns]
     sort_keys += [(f, order) for f in sequence_fields]
     sort_keys.append((SEQUENCE_NUMBER, "ascending"))
-    indices = sort_indices_nulls_first(records, sort_keys)
-    ordered = records.take(indices)
-    return ordered, _group_ids(ordered, key_columns)
+    return sort_indices_nulls_first(records, sort_keys)
 
 
 def sort_indices_nulls_first(table: pa.Table, sort_keys: Sequence[tuple[str, str]]) -> pa.Array:
@@ -73,7 +82,8 @@ def sort_indices_nulls_first(table: pa.Table, sort_keys: Sequence[tuple[str, str
 _PER_KEY_NULL_PLACEMENT = int(pa.__version__.split(".")[0]) >= 25
 
 
-def _group_ids(ordered: pa.Table, key_columns: Sequence[str]) -> Indices:
+def group_ids(ordered: pa.Table, key_columns: Sequence[str]) -> Indices:
+    """A group id per row of key-ordered records: equal keys share one; ids count up from 0."""
     rows = ordered.num_rows
     boundary = np.zeros(max(rows - 1, 0), dtype=bool)
     for name in key_columns:

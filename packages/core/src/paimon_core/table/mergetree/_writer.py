@@ -9,7 +9,7 @@ records (a synchronous compaction never lets sorted runs pile up past ``num-sort
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,7 @@ from paimon_core.table.mergetree._levels import (
 )
 from paimon_core.table.mergetree._merge import DELETE, INSERT
 from paimon_core.table.mergetree._reader import KeyValueTableRead, merge_records, only_adds
+from paimon_core.table.mergetree._spill import SpilledRuns
 
 if TYPE_CHECKING:
     from paimon_core.table._table import Table
@@ -85,6 +86,17 @@ class MergeTreeWriter:
         self.small_file_size = int(self.target_size * options.get_option(opts.COMPACTION_SMALL_FILE_RATIO))
         self.buffered: list[pa.Table] = []
         self.buffered_bytes = 0
+        self.buffer_limit = options.get_option(opts.WRITE_BUFFER_SIZE)
+        self.spillable = options.get_option(opts.WRITE_BUFFER_SPILLABLE)
+        self.max_spill_bytes = options.get_option(opts.WRITE_BUFFER_SPILL_MAX_DISK_SIZE)
+        self.spilled = SpilledRuns(
+            self.layout,
+            self.reader.engine,
+            self.reader.descending,
+            self.buffer_limit,
+            options.get_option(opts.SPILL_COMPRESSION),
+            options.get_option(opts.LOCAL_SORT_MAX_NUM_FILE_HANDLES),
+        )
         self.new_files: list[DataFileMeta] = []
         self.compact_before: dict[str, DataFileMeta] = {}
         self.compact_after: list[DataFileMeta] = []
@@ -100,13 +112,30 @@ class MergeTreeWriter:
         self.buffered.append(records)
         self.buffered_bytes += records.nbytes
 
-    def flush(self) -> None:
-        """Order and merge the buffer into level-0 files, then compact if the tree asks for it."""
-        if not self.buffered:
+    def spill(self) -> None:
+        """Free the buffer: to a sorted run on local disk when spillable (and the disk has room), else
+        into level-0 files."""
+        full = self.max_spill_bytes is not None and self.spilled.disk_bytes >= self.max_spill_bytes
+        if not self.spillable or full:
+            self.flush()
             return
-        records = pa.concat_tables(self.buffered)
+        if self.buffered:
+            records = pa.concat_tables(self.buffered)
+            self.buffered, self.buffered_bytes = [], 0
+            self.spilled.spill(records)
+
+    def flush(self) -> None:
+        """Order and merge the buffer (and spilled runs) into level-0 files, then compact if the tree asks."""
+        if not self.buffered and not self.spilled.runs:
+            return
+        records = pa.concat_tables(self.buffered) if self.buffered else None
         self.buffered, self.buffered_bytes = [], 0
-        merged = merge_records(records, self.layout, self.reader.engine, self.reader.descending)
+        merged: pa.Table | Iterable[pa.Table]
+        if self.spilled.runs:
+            merged = self.spilled.drain(records)
+        else:
+            assert records is not None
+            merged = merge_records(records, self.layout, self.reader.engine, self.reader.descending)
         files = self._write_files(merged, level=0, file_source=0)
         self.new_files += files
         for file in files:
@@ -164,9 +193,10 @@ class MergeTreeWriter:
         except OSError:
             logger.warning("could not delete intermediate file %s", file.file_name, exc_info=True)
 
-    def _write_files(self, records: pa.Table, level: int, file_source: int) -> list[DataFileMeta]:
-        if records.num_rows == 0:
-            return []
+    def _write_files(
+        self, records: pa.Table | Iterable[pa.Table], level: int, file_source: int
+    ) -> list[DataFileMeta]:
+        chunks = [records] if isinstance(records, pa.Table) else records
         writer = DataFileWriter(
             table=self.table,
             partition=self.partition,
@@ -177,10 +207,12 @@ class MergeTreeWriter:
             file_source=file_source,
             layout=self.layout,
             level=level,
+            row_group_bytes=min(self.buffer_limit // 4, 64 << 20),
         )
         try:
-            for batch in self.layout.to_file_rows(records).to_batches():
-                writer.add(batch)
+            for chunk in chunks:
+                for batch in self.layout.to_file_rows(chunk).to_batches():
+                    writer.add(batch)
             return writer.close()
         except BaseException:
             for path in writer.abort():
@@ -314,7 +346,7 @@ class KeyValueTableWrite(TableWrite):
             if largest.buffered_bytes == 0:
                 break
             total -= largest.buffered_bytes
-            largest.flush()
+            largest.spill()
 
     def prepare_commit(self) -> list[CommitMessage]:
         """Flush every bucket (compacting as the tree asks) and return the commit messages."""
@@ -339,6 +371,8 @@ class KeyValueTableWrite(TableWrite):
     def abort(self, messages: list[CommitMessage] | None = None) -> None:
         """Delete every file this writer (or the given uncommitted messages) created."""
         paths = [p for tree in self._trees.values() for p in tree.created_paths()]
+        for tree in self._trees.values():
+            tree.spilled.close()
         self.table.delete_new_files(messages or ())
         for path in paths:
             try:
@@ -347,6 +381,11 @@ class KeyValueTableWrite(TableWrite):
                 logger.warning("could not delete %s while aborting a write", path, exc_info=True)
         self._trees.clear()
         self._closed = True
+
+    def close(self) -> None:
+        for tree in self._trees.values():
+            tree.spilled.close()
+        super().close()
 
 
 def _complete(batch: pa.RecordBatch, schema: pa.Schema, primary_keys: Sequence[str]) -> pa.RecordBatch:
