@@ -39,11 +39,16 @@ class PyPaimon:
         schema: pa.Schema,
         partition_keys: Sequence[str] = (),
         options: Mapping[str, str] | None = None,
+        primary_keys: Sequence[str] = (),
     ) -> None:
+        """Create a table; with ``primary_keys`` a primary-key table (its key columns become NOT NULL)."""
         from pypaimon import Schema
 
         paimon_schema = Schema.from_pyarrow_schema(
-            schema, partition_keys=list(partition_keys), options=dict(options or {})
+            schema,
+            partition_keys=list(partition_keys),
+            primary_keys=list(primary_keys) or None,
+            options=dict(options or {}),
         )
         self.catalog.create_table(identifier, paimon_schema, False)
 
@@ -99,12 +104,13 @@ class PyPaimon:
         """Read the table (time travel with ``scan.snapshot-id``) into one Arrow table."""
         options = {"scan.snapshot-id": str(snapshot_id)} if snapshot_id is not None else None
         builder = self.table(identifier, options).new_read_builder()
-        if columns is not None:
-            builder = builder.with_projection(list(columns))
+        # The filter first: after a projection, pypaimon's predicate builder knows only the projected columns.
         if partition_equals:
             predicates = builder.new_predicate_builder()
             leaves = [predicates.equal(k, v) for k, v in partition_equals.items()]
             builder = builder.with_filter(predicates.and_predicates(leaves))
+        if columns is not None:
+            builder = builder.with_projection(list(columns))
         splits = builder.new_scan().plan().splits()
         result = builder.new_read().to_arrow(splits)
         assert result is not None, f"pypaimon returned no table for {identifier}"

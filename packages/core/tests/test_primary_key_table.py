@@ -324,3 +324,24 @@ def test_random_histories_read_what_the_model_says(
             table.delete(_data(rows))
             _model_apply(engine, state, op, rows)
         assert _rows(table) == sorted(tuple(v) for v in state.values())
+
+
+def test_first_row_compaction_keeps_each_key_on_one_level(catalog: Catalog) -> None:
+    table = _create(catalog, bucket="1", **{"merge-engine": "first-row"})
+    table.append(_data([("d1", k, f"old{k}", k) for k in range(2000)]))
+    assert {e.file.level for e in table.live_entries()} == {5}  # level 0 is forced up at every commit
+    table.append(_data([("d1", 5, "new", 0), ("d1", 5000, "new", 0)]))
+    # the small level-0 run goes to level 4 (not merged with the large top run); key 5 is already on
+    # level 5, so the lookup drops it: Java reads levels above 0 without merging them
+    levels = {e.file.level: e.file for e in table.live_entries()}
+    assert sorted(levels) == [4, 5] and levels[4].row_count == 1
+    rows = _rows(table)
+    assert ("d1", 5, "old5", 5) in rows and ("d1", 5000, "new", 0) in rows and len(rows) == 2001
+
+
+def test_first_row_level_zero_is_read_only_after_compaction(catalog: Catalog) -> None:
+    table = _create(catalog, bucket="1", **{"merge-engine": "first-row", "write-only": "true"})
+    table.append(_data([("d1", 1, "a", 1)]))
+    assert _rows(table) == []  # as in Java: batch reads of first-row tables skip level 0
+    compact_table(table)
+    assert _rows(table) == [("d1", 1, "a", 1)]

@@ -70,7 +70,10 @@ def test_spilled_writes_read_like_unspilled_ones(
         for spill in ("true", "false")
     }
     for batches in commits:
-        data = [pa.Table.from_pylist([dict(zip(SCHEMA.names, r, strict=True)) for r in b], SCHEMA) for b in batches]
+        data = [
+            pa.Table.from_pylist([dict(zip(SCHEMA.names, r, strict=True)) for r in b], SCHEMA)
+            for b in batches
+        ]
         for table in tables.values():
             _write(table, data)
     assert _rows(tables["true"]) == _rows(tables["false"])

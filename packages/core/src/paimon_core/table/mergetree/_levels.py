@@ -193,15 +193,14 @@ class UniversalCompaction:
             return _unit(runs, max_level, full=True)
         return _unit(runs[:count], output)
 
-    @staticmethod
-    def _force_pick_level0(num_levels: int, runs: Sequence[SortedRun]) -> CompactUnit | None:
+    def _force_pick_level0(self, num_levels: int, runs: Sequence[SortedRun]) -> CompactUnit | None:
+        """Every level-0 run, extended by size ratio as Java's ``ForceUpLevel0Compaction`` does."""
         level0 = 0
         while level0 < len(runs) and runs[level0].level == 0:
             level0 += 1
         if level0 == 0:
             return None
-        output = runs[level0].level if level0 < len(runs) else num_levels - 1
-        return _unit(runs[:level0], output, full=level0 == len(runs))
+        return self._pick_by_size_ratio(num_levels - 1, runs, level0, force=True)
 
 
 def pick_full_compaction(num_levels: int, runs: Sequence[SortedRun]) -> CompactUnit | None:
@@ -251,9 +250,18 @@ class CompactPlan:
     drop_delete: bool
 
 
-def plan_unit(unit: CompactUnit, levels: Levels, key_of: KeyOf, compaction_file_size: int) -> CompactPlan:
+def plan_unit(
+    unit: CompactUnit,
+    levels: Levels,
+    key_of: KeyOf,
+    compaction_file_size: int,
+    rewrite_level0: bool = False,
+) -> CompactPlan:
     """Plan a unit as Paimon's ``MergeTreeCompactTask`` does: overlapping sections are merged; in a
-    single-run section, large files are upgraded and runs of small files are merged."""
+    single-run section, large files are upgraded and runs of small files are merged.
+
+    ``rewrite_level0``: a level-0 file below the top level is rewritten, never upgraded (lookup
+    compaction, e.g. first-row: its keys must be checked against the higher levels)."""
     output = unit.output_level
     drop_delete = output != 0 and output >= levels.non_empty_highest_level()
     upgrades: list[DataFileMeta] = []
@@ -274,6 +282,9 @@ def plan_unit(unit: CompactUnit, levels: Levels, key_of: KeyOf, compaction_file_
             return
         if output == levels.max_level and file.delete_row_count != 0:
             rewrite.append((SortedRun((file,)),))  # deletes must not reach the top level
+            return
+        if rewrite_level0 and file.level == 0 and output != levels.max_level:
+            rewrite.append((SortedRun((file,)),))
             return
         upgrades.append(file)
 

@@ -20,7 +20,7 @@ from paimon_core.table._read import TableRead
 from paimon_core.table._scan import DataSplit
 from paimon_core.table.mergetree._layout import SEQUENCE_NUMBER, VALUE_KIND, KeyValueLayout
 from paimon_core.table.mergetree._levels import SortedRun, interval_partition
-from paimon_core.table.mergetree._merge import MergeEngine, merge_engine, order_records
+from paimon_core.table.mergetree._merge import FirstRow, MergeEngine, merge_engine, order_records
 
 if TYPE_CHECKING:
     from paimon_core.table._table import Table
@@ -53,6 +53,10 @@ class KeyValueTableRead(TableRead):
         self.layout = KeyValueLayout(table.schema)
         self.engine = merge_engine(table.schema, table.options)
         self.descending = table.options.get_option(opts.SEQUENCE_FIELD_SORT_ORDER) == "descending"
+        self.max_level = table.options.merge_tree_levels() - 1
+        # Java's batch reads of first-row tables skip level 0: a key counts once compaction has checked
+        # it against the older levels (docs/primary-key-tables.md, "Reading").
+        self.skip_level0 = isinstance(self.engine, FirstRow)
 
     def read_records(self, split: DataSplit, file: DataFileMeta) -> pa.Table:
         """A data file's records: sequence number, row kind and every column of the current schema."""
@@ -72,6 +76,13 @@ class KeyValueTableRead(TableRead):
             columns.append(column if column.type == field.type else column.cast(field.type))
         return pa.Table.from_arrays(columns, schema=target)
 
+    def read_keys(self, split: DataSplit, file: DataFileMeta) -> pa.Table:
+        """The key columns of a data file, under the key names."""
+        physical = [f"_KEY_{name}" for name in self.layout.key_names]
+        with self._open(split, self._file_path(split, file)) as parquet:
+            data = parquet.read(columns=physical, use_threads=True)
+        return data.rename_columns(list(self.layout.key_names))
+
     def merged(self, split: DataSplit, files: Sequence[DataFileMeta]) -> pa.Table:
         """The merged records of ``files`` (retractions kept)."""
         tables = [self.read_records(split, f) for f in files]
@@ -80,8 +91,9 @@ class KeyValueTableRead(TableRead):
 
     def read_split(self, split: DataSplit) -> pa.Table:
         parts = []
-        for section in interval_partition(list(split.files), self.layout.key_of):
-            if _is_raw(section):
+        files = [f for f in split.files if f.level > 0] if self.skip_level0 else list(split.files)
+        for section in interval_partition(files, self.layout.key_of):
+            if _is_raw(section, len(files), self.max_level):
                 parts += [self.read_file(split, f) for run in section for f in run.files]
                 continue
             rows = only_adds(self.merged(split, [f for run in section for f in run.files]))
@@ -111,6 +123,11 @@ class KeyValueTableRead(TableRead):
             yield from self.read_split(split).to_batches()
 
 
-def _is_raw(section: Sequence[SortedRun]) -> bool:
-    """One sorted run without deletes holds every key once: no merge needed."""
-    return len(section) == 1 and all(f.delete_row_count == 0 for f in section[0].files)
+def _is_raw(section: Sequence[SortedRun], split_files: int, max_level: int) -> bool:
+    """Whether a section can be read without a merge: one sorted run that holds every key once and no
+    retraction. Files at the top level never hold retractions (compaction drops them there); elsewhere the
+    files' delete counts are trusted only for a split of one file, as Java does (other writers' counts
+    may be wrong)."""
+    if len(section) != 1 or any(f.delete_row_count != 0 for f in section[0].files):
+        return False
+    return split_files == 1 or all(f.level == max_level for f in section[0].files)

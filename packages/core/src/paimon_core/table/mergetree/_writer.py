@@ -33,7 +33,7 @@ from paimon_core.table.mergetree._levels import (
     pick_full_compaction,
     plan_unit,
 )
-from paimon_core.table.mergetree._merge import DELETE, INSERT
+from paimon_core.table.mergetree._merge import DELETE, INSERT, FirstRow
 from paimon_core.table.mergetree._reader import KeyValueTableRead, merge_records, only_adds
 from paimon_core.table.mergetree._spill import SpilledRuns
 
@@ -74,6 +74,7 @@ class MergeTreeWriter:
         self.compact = compact
         self.reader = KeyValueTableRead(table)
         self.layout = self.reader.layout
+        self.lookup = isinstance(self.reader.engine, FirstRow)
         self.levels = Levels(restored, options.merge_tree_levels(), self.layout.key_of)
         self.next_sequence = max((f.max_sequence_number for f in restored), default=-1) + 1
         self.target_size = options.target_file_size(True)
@@ -81,7 +82,8 @@ class MergeTreeWriter:
             options.get_option(opts.COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT),
             options.get_option(opts.COMPACTION_SIZE_RATIO),
             options.get_option(opts.NUM_SORTED_RUN_COMPACTION_TRIGGER),
-            options.get_option(opts.COMPACTION_FORCE_UP_LEVEL_0),
+            # first-row compacts by lookup: every compaction takes level 0 up (Java's ForceUpLevel0)
+            options.get_option(opts.COMPACTION_FORCE_UP_LEVEL_0) or self.lookup,
         )
         self.small_file_size = int(self.target_size * options.get_option(opts.COMPACTION_SMALL_FILE_RATIO))
         self.buffered: list[pa.Table] = []
@@ -158,7 +160,7 @@ class MergeTreeWriter:
     def _compact(self, unit: CompactUnit | None) -> None:
         if unit is None:
             return
-        plan = plan_unit(unit, self.levels, self.layout.key_of, self.small_file_size)
+        plan = plan_unit(unit, self.levels, self.layout.key_of, self.small_file_size, self.lookup)
         before: list[DataFileMeta] = []
         after: list[DataFileMeta] = []
         for file in plan.upgrades:
@@ -168,12 +170,37 @@ class MergeTreeWriter:
         if rewrite:
             split = DataSplit(0, self.partition, self.bucket, self.directory, tuple(rewrite))
             merged = self.reader.merged(split, rewrite)
+            if self.lookup:
+                merged = self._drop_older_keys(merged, split, {f.file_name for f in unit.files})
             if plan.drop_delete:
                 merged = only_adds(merged)
             before += rewrite
             after += self._write_files(merged, unit.output_level, _FILE_SOURCE_COMPACT)
         self.levels.update(before, after)
         self._record_compaction(before, after)
+
+    def _drop_older_keys(self, merged: pa.Table, split: DataSplit, unit: set[str]) -> pa.Table:
+        """First-row lookup: a key that a higher level outside the unit holds already keeps that row."""
+        if merged.num_rows == 0:
+            return merged
+        key_of = self.layout.key_of
+        low = key_of(self.layout.key_row(merged, 0))
+        high = key_of(self.layout.key_row(merged, merged.num_rows - 1))
+        others = [
+            f
+            for run in self.levels.sorted_runs()
+            for f in run.files
+            if f.level > 0
+            and f.file_name not in unit
+            and not (key_of(f.max_key) < low or key_of(f.min_key) > high)
+        ]
+        if not others:
+            return merged
+        known = pa.concat_tables([self.reader.read_keys(split, f) for f in others])
+        keys = list(self.layout.key_names)
+        probe = merged.select(keys).append_column("__row", pa.array(np.arange(merged.num_rows)))
+        kept = probe.join(known, keys=keys, join_type="left anti").column("__row").to_numpy()
+        return merged.take(pa.array(np.sort(kept)))
 
     def _record_compaction(self, before: Sequence[DataFileMeta], after: Sequence[DataFileMeta]) -> None:
         after_names = {f.file_name for f in after}
