@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
 from paimon_core import Catalog
 from paimon_core.compact import compact_table
@@ -42,18 +43,31 @@ for round_ in range(rounds):
     data[column + "_version"] = [round_] * len(ids)
     table.append(pa.table({"id": ids, **data}, schema=schema))
 """
+# The dedicated compaction job, batch (run again and again) or continuous (streaming), until told to stop.
 _COMPACTOR = """
-import os, sys
+import os, sys, threading, time
 from paimon_core import Catalog
 from paimon_core.compact import compact_table
 
 table = Catalog.open(sys.argv[1]).get_table("db.wide")
-while not os.path.exists(sys.argv[2]):
-    compact_table(table)
+if sys.argv[3] == "batch":
+    while not os.path.exists(sys.argv[2]):
+        compact_table(table)
+else:
+    stop = threading.Event()
+
+    def watch():
+        while not os.path.exists(sys.argv[2]):
+            time.sleep(0.05)
+        stop.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    compact_table(table, mode="streaming", stop=stop, poll_interval=0.1)
 """
 
 
-def test_partial_update_writers_and_a_compaction_job_in_processes(tmp_path: Any) -> None:
+@pytest.mark.parametrize("mode", ["batch", "streaming"])
+def test_partial_update_writers_and_a_compaction_job_in_processes(tmp_path: Any, mode: str) -> None:
     warehouse = str(tmp_path / "wh")
     catalog = Catalog.open(warehouse)
     catalog.create_database("db")
@@ -61,7 +75,7 @@ def test_partial_update_writers_and_a_compaction_job_in_processes(tmp_path: Any)
     options.update({f"fields.{c}_version.sequence-group": c for c in COLUMNS})
     table = catalog.create_table("db.wide", SCHEMA, primary_keys=["id"], options=options)
     stop = tmp_path / "stop"
-    compactor = subprocess.Popen([sys.executable, "-c", _COMPACTOR, warehouse, str(stop)])
+    compactor = subprocess.Popen([sys.executable, "-c", _COMPACTOR, warehouse, str(stop), mode])
     writers = [
         subprocess.Popen(
             [sys.executable, "-c", _WRITER, warehouse, column, str(offset), str(KEYS), str(ROUNDS)]
@@ -72,6 +86,7 @@ def test_partial_update_writers_and_a_compaction_job_in_processes(tmp_path: Any)
     stop.touch()
     codes.append(compactor.wait(timeout=300))
     assert codes == [0, 0, 0, 0]
+    concurrent = [s for s in table.snapshots() if s.commit_kind.name == "COMPACT"]
     compact_table(table)
 
     rows = {r["id"]: r for r in table.to_arrow().to_pylist()}
@@ -87,4 +102,5 @@ def test_partial_update_writers_and_a_compaction_job_in_processes(tmp_path: Any)
             assert rows[key][column] == key * 10 + offset + written[-1], (key, column)
     kinds = {s.commit_kind.name for s in table.snapshots()}
     assert kinds == {"APPEND", "COMPACT"}
+    print(f"{len(concurrent)} compactions while the writers ran")
     assert all(e.file.level == table.options.merge_tree_levels() - 1 for e in table.live_entries())
