@@ -1,7 +1,7 @@
 """Sessions for the workspace; run them through ``./dev`` (which installs nox and uv) or plain ``nox``.
 
 Every per-package session comes from the one ``PACKAGES`` list below. ``./dev test`` (and CI) runs
-``lint typecheck tests interop spark_interop spark_cluster storage_integration interop_s3 quickstart``;
+``lint typecheck tests interop spark_interop java_interop spark_cluster storage_integration interop_s3 quickstart``;
 ``thorough``, ``matrix``, ``bench``, ``bench_spark``, ``bench_compact`` and ``storage_bench`` run on demand.
 """
 
@@ -129,6 +129,20 @@ def interop(session: nox.Session) -> None:
     # A later -m overrides the default "not interop" from the root pytest config.
     core_interop = "packages/core/tests/test_manifest_interop.py"
     session.run("pytest", "tests/interop", core_interop, "-m", "interop", *session.posargs)
+
+
+@nox.session
+def java_interop(session: nox.Session) -> None:
+    """Primary-key tables against Java Apache Paimon 0.9 (``tests/java_interop``, marker ``java_interop``).
+
+    Java writes, paimon-core reads, and the reverse, compared with Java's own reads. Java Paimon is the jar in
+    the ``pypaimon==0.2.0`` sdist, which the tests download with pip once and cache under
+    ``~/.cache/paimon-tests`` (``$PAIMON_TESTS_CACHE``); it runs in the JVM of one local SparkSession, so
+    pyspark comes with paimon-spark and Java 17 is needed. uv makes venvs without pip, hence ``pip``.
+    """
+    _install_workspace(session, "spark", extra=(*_test_deps(), *BY_DIR["spark"].test_extras, "pip"))
+    # A later -m overrides the default "not ... java_interop" from the root pytest config.
+    session.run("pytest", "tests/java_interop", "-m", "java_interop", *session.posargs)
 
 
 @nox.session

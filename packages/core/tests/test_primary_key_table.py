@@ -345,3 +345,16 @@ def test_first_row_level_zero_is_read_only_after_compaction(catalog: Catalog) ->
     assert _rows(table) == []  # as in Java: batch reads of first-row tables skip level 0
     compact_table(table)
     assert _rows(table) == [("d1", 1, "a", 1)]
+
+
+def test_a_key_with_one_record_keeps_it_unmerged(catalog: Catalog) -> None:
+    # Java's reducer wrapper: a lone -D stays a retraction (no row), it is not aggregated into one
+    table = _create(
+        catalog, bucket="1", **{"merge-engine": "aggregation", "fields.score.aggregate-function": "sum"}
+    )
+    table.delete(_data([("d1", 9, "x", 90)]))
+    table.append(_data([("d1", 1, "a", 1)]))
+    assert _rows(table) == [("d1", 1, "a", 1)]
+    compact_table(table)
+    assert _rows(table) == [("d1", 1, "a", 1)]
+    assert sum(e.file.row_count for e in table.live_entries()) == 1  # the -D is dropped at the top level

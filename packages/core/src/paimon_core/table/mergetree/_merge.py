@@ -127,8 +127,10 @@ def _assemble(
     return pa.Table.from_arrays(arrays, schema=records.schema)
 
 
-def _keep(records: pa.Table, chosen: Indices) -> pa.Table:
-    return records.take(pa.array(chosen[chosen >= 0]))
+def _keep(records: pa.Table, chosen: Indices) -> tuple[pa.Table, Indices]:
+    """The chosen record of each group (-1: none), with the group ids that have one."""
+    present = chosen >= 0
+    return records.take(pa.array(chosen[present])), np.flatnonzero(present)
 
 
 # --- engines ---------------------------------------------------------------------------------------------
@@ -137,9 +139,29 @@ def _keep(records: pa.Table, chosen: Indices) -> pa.Table:
 class MergeEngine(ABC):
     """Merges the ordered records of each key into one record (or none)."""
 
-    @abstractmethod
     def merge(self, records: pa.Table, groups: Indices) -> pa.Table:
-        """Merge ordered records (see :func:`order_records`) into one record per group."""
+        """Merge ordered records (see :func:`order_records`) into one record per group.
+
+        A key with a single record keeps it as it is, row kind included, as Java's reducer wrapper does
+        (a lone ``-D`` stays a retraction, a lone ``+I`` is not aggregated).
+        """
+        if records.num_rows == 0:
+            return records
+        single = np.bincount(groups)[groups] == 1
+        if single.all():
+            return records
+        if not single.any():
+            return self._merge(records, groups)[0]
+        multi = ~single
+        merged_groups, dense = np.unique(groups[multi], return_inverse=True)
+        merged, ids = self._merge(records.filter(multi), dense.astype(np.int64))
+        combined = pa.concat_tables([records.filter(single), merged])
+        order = np.argsort(np.concatenate([groups[single], merged_groups[ids]]), kind="stable")
+        return combined.take(pa.array(order))
+
+    @abstractmethod
+    def _merge(self, records: pa.Table, groups: Indices) -> tuple[pa.Table, Indices]:
+        """Merge the groups (each of two records or more); returns the result and each row's group id."""
 
 
 class Deduplicate(MergeEngine):
@@ -148,7 +170,7 @@ class Deduplicate(MergeEngine):
     def __init__(self, ignore_delete: bool) -> None:
         self.ignore_delete = ignore_delete
 
-    def merge(self, records: pa.Table, groups: Indices) -> pa.Table:
+    def _merge(self, records: pa.Table, groups: Indices) -> tuple[pa.Table, Indices]:
         count = _group_count(groups)
         mask = np.ones(records.num_rows, dtype=bool)
         if self.ignore_delete:
@@ -162,7 +184,7 @@ class FirstRow(MergeEngine):
     def __init__(self, ignore_delete: bool) -> None:
         self.ignore_delete = ignore_delete
 
-    def merge(self, records: pa.Table, groups: Indices) -> pa.Table:
+    def _merge(self, records: pa.Table, groups: Indices) -> tuple[pa.Table, Indices]:
         retract = _is_retract(_kinds(records))
         if retract.any() and not self.ignore_delete:
             raise MergeError(
@@ -205,7 +227,7 @@ class PartialUpdate(MergeEngine):
         self.remove_record_on_delete = remove_record_on_delete
         self.sequence_groups = list(sequence_groups)
 
-    def merge(self, records: pa.Table, groups: Indices) -> pa.Table:
+    def _merge(self, records: pa.Table, groups: Indices) -> tuple[pa.Table, Indices]:
         count = _group_count(groups)
         kinds = _kinds(records)
         retract = _is_retract(kinds)
@@ -241,7 +263,8 @@ class PartialUpdate(MergeEngine):
         no_add = last_where(groups, considered & ~retract, count)[present] < 0
         if not self.remove_record_on_delete:
             result_kinds[no_add] = DELETE
-        return _assemble(records, columns, sequence, pa.array(result_kinds, pa.int8()))
+        merged = _assemble(records, columns, sequence, pa.array(result_kinds, pa.int8()))
+        return merged, np.flatnonzero(present)
 
     @staticmethod
     def _after_last_delete(groups: Indices, kinds: npt.NDArray[np.int8], count: int) -> npt.NDArray[np.bool_]:
@@ -314,7 +337,7 @@ class Aggregation(MergeEngine):
         self.aggregators = aggregators
         self.remove_record_on_delete = remove_record_on_delete
 
-    def merge(self, records: pa.Table, groups: Indices) -> pa.Table:
+    def _merge(self, records: pa.Table, groups: Indices) -> tuple[pa.Table, Indices]:
         count = _group_count(groups)
         kinds = _kinds(records)
         retract = _is_retract(kinds)
@@ -332,7 +355,8 @@ class Aggregation(MergeEngine):
         result_kinds = np.full(count, INSERT, dtype=np.int8)
         if self.remove_record_on_delete:
             result_kinds[kinds[last] == DELETE] = DELETE
-        return _assemble(records, columns, sequence, pa.array(result_kinds, pa.int8()))
+        merged = _assemble(records, columns, sequence, pa.array(result_kinds, pa.int8()))
+        return merged, np.arange(count)
 
 
 # --- configuration ---------------------------------------------------------------------------------------
