@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from paimon_core import Catalog, ConfigError, SchemaError
 from paimon_core.binary_row import deserialize_row
-from paimon_core.compact import compact_table
+from paimon_core.compact import CompactJob, compact_table
 from paimon_core.schema_change import SchemaChange
 from paimon_core.table import Table
 from paimon_core.types import BigIntType
@@ -358,3 +358,34 @@ def test_a_key_with_one_record_keeps_it_unmerged(catalog: Catalog) -> None:
     compact_table(table)
     assert _rows(table) == [("d1", 1, "a", 1)]
     assert sum(e.file.row_count for e in table.live_entries()) == 1  # the -D is dropped at the top level
+
+
+def test_a_compaction_that_loses_a_race_loses_and_duplicates_nothing(catalog: Catalog) -> None:
+    table = _create(catalog, bucket="1", **{"write-only": "true"})
+    for round_ in range(3):
+        table.append(_data([("d1", k, f"r{round_}", k) for k in range(5)]))
+    expected = _rows(table)
+    first, second = CompactJob(table), CompactJob(table)
+    first_out = first.execute(first.plan())
+    second_out = second.execute(second.plan())  # planned on the same snapshot: the same inputs
+    assert first.commit(first_out)[0]
+    created, conflicted = second.commit(second_out)
+    assert created == [] and conflicted
+    assert _rows(table) == expected
+    live = {e.file.file_name for e in table.live_entries()}
+    on_disk = {i.name for i in table.storage.list_dir(table.bucket_dir(table.live_entries()[0].partition, 0))}
+    assert on_disk == live | {
+        f.file_name for m in first_out for f in m.compact_before
+    }  # loser's outputs gone
+
+
+def test_an_inline_compaction_that_loses_keeps_the_written_rows(catalog: Catalog) -> None:
+    table = _create(catalog, bucket="1", **{"num-sorted-run.compaction-trigger": "2"})
+    table.append(_data([("d1", 1, "a", 1)]))
+    write = table.new_write()
+    write.write(_data([("d1", 1, "b", 2), ("d1", 2, "c", 3)]))
+    messages = write.prepare_commit()  # flushes and compacts with the first file as input
+    assert any(m.compact_before for m in messages)
+    compact_table(table)  # a compaction job rewrites that input first
+    table.new_commit().commit(messages)
+    assert _rows(table) == [("d1", 1, "b", 2), ("d1", 2, "c", 3)]

@@ -207,3 +207,25 @@ def test_cli_compacts_with_plain_python(warehouse: str) -> None:
     assert "db.t: 8 files" in completed.stdout and "-> 2 files" in completed.stdout
     assert files_per_partition(reopen(warehouse)) == {"a": 1, "b": 1, "c": 4}
     assert content(reopen(warehouse)) == before
+
+
+@pytest.mark.parametrize("bucket", ["2", "-1"])
+def test_primary_key_buckets_compact_on_executors(spark: Any, warehouse: str, bucket: str) -> None:
+    catalog = Catalog.open(warehouse)
+    catalog.create_database("db", exist_ok=True)
+    options = {"bucket": bucket, "write-only": "true", "dynamic-bucket.target-row-num": "200"}
+    table = catalog.create_table(
+        "db.pk", SCHEMA, partition_keys=["k"], primary_keys=["k", "id"], options=options
+    )
+    for i in range(4):
+        table.append(rows(i * 100, 300))  # overlapping keys: later writes replace earlier ones
+    expected = content(table)
+    assert len(expected) == 600  # every (k, id) once, in its latest version
+    paimon_spark.compact(spark, warehouse=warehouse, table="db.pk", progress=False)
+    after = Catalog.open(warehouse).get_table("db.pk")
+    assert content(after) == expected
+    top = after.options.merge_tree_levels() - 1
+    assert {e.file.level for e in after.live_entries()} == {top}
+    buckets = {(e.partition, e.bucket) for e in after.live_entries()}
+    assert len(after.live_entries()) == len(buckets)  # one file per bucket
+    assert after.latest_snapshot().commit_kind == CommitKind.COMPACT
