@@ -8,13 +8,10 @@ test without pypaimon installed fails loudly instead of being skipped.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
-
-from paimon_core import Catalog
 
 DATABASE = "db"
 
@@ -126,20 +123,6 @@ class PyPaimon:
             assert rows is not None
             out.append((tuple(split.partition.values), int(split.bucket), rows))
         return out
-
-
-@pytest.fixture
-def warehouse(tmp_path: Path) -> str:
-    path = tmp_path / "warehouse"
-    path.mkdir()
-    return str(path)
-
-
-@pytest.fixture
-def ours(warehouse: str) -> Catalog:
-    catalog = Catalog.open(warehouse)
-    catalog.create_database(DATABASE, exist_ok=True)
-    return catalog
 
 
 @pytest.fixture

@@ -36,8 +36,6 @@ from typing import Any
 
 import pytest
 
-from paimon_core import Catalog
-
 DATABASE = "db"
 
 JAVA_PAIMON_VERSION = "0.9.0"
@@ -403,20 +401,6 @@ def spark() -> Iterator[Any]:
         yield session
     finally:
         session.stop()
-
-
-@pytest.fixture
-def warehouse(tmp_path: Path) -> str:
-    path = tmp_path / "warehouse"
-    path.mkdir()
-    return str(path)
-
-
-@pytest.fixture
-def ours(warehouse: str) -> Catalog:
-    catalog = Catalog.open(warehouse)
-    catalog.create_database(DATABASE, exist_ok=True)
-    return catalog
 
 
 @pytest.fixture
