@@ -121,6 +121,7 @@ def test_bad_input_is_refused_before_anything_is_written(catalog: Catalog) -> No
         ({"options": {"bucket": "1", "rowkind.field": "score"}}, SchemaError, "string column"),
         ({"options": {"bucket": "1", "merge-engine": "nonsense"}}, ConfigError, "merge-engine"),
         ({"options": {"bucket": "1", "changelog-producer": "input"}}, ConfigError, "not supported yet"),
+        ({"options": {"deletion-vectors.enabled": "true"}}, ConfigError, "deletion vectors"),
         (
             {"options": {"merge-engine": "aggregation", "fields.score.aggregate-function": "count"}},
             ConfigError,
@@ -389,3 +390,4 @@ def test_an_inline_compaction_that_loses_keeps_the_written_rows(catalog: Catalog
     compact_table(table)  # a compaction job rewrites that input first
     table.new_commit().commit(messages)
     assert _rows(table) == [("d1", 1, "b", 2), ("d1", 2, "c", 3)]
+
