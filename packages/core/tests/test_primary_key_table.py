@@ -390,4 +390,3 @@ def test_an_inline_compaction_that_loses_keeps_the_written_rows(catalog: Catalog
     compact_table(table)  # a compaction job rewrites that input first
     table.new_commit().commit(messages)
     assert _rows(table) == [("d1", 1, "b", 2), ("d1", 2, "c", 3)]
-

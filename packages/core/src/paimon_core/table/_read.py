@@ -59,8 +59,9 @@ class TableRead:
         return [(by_id.get(f.id), self._read_schema.field(f.name)) for f in self._read_fields]
 
     @contextmanager
-    def _open(self, split: DataSplit, path: str) -> Iterator[pq.ParquetFile]:
-        """Open a data file; every failure, opening or reading, names the file.
+    def _open(self, split: DataSplit, path: str, buffer_size: int = 0) -> Iterator[pq.ParquetFile]:
+        """Open a data file; every failure, opening or reading, names the file. ``buffer_size`` > 0 streams
+        column chunks through buffers of that size instead of reading whole row groups' chunks.
 
         Raises:
             SnapshotExpiredError: the file is gone because the split's snapshot expired meanwhile.
@@ -71,7 +72,9 @@ class TableRead:
         try:
             # Local files are read natively by Arrow (no Python file object in the hot path).
             source = storage.open_input(path) if not isinstance(storage, LocalBackend) else None
-            parquet = pq.ParquetFile(source if source is not None else local_path(path))
+            parquet = pq.ParquetFile(
+                source if source is not None else local_path(path), buffer_size=buffer_size
+            )
             try:
                 yield parquet
             finally:

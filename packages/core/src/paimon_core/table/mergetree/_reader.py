@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 __all__ = ["KeyValueTableRead", "merge_records"]
 
 _ADD_KINDS = pa.array([0, 2], pa.int8())
+_STREAM_BUFFER = 256 << 10  # a merge reads column chunks through buffers this size, not whole
+_STREAM_ROWS = 1024
 
 
 def merge_records(
@@ -60,13 +62,35 @@ class KeyValueTableRead(TableRead):
 
     def read_records(self, split: DataSplit, file: DataFileMeta) -> pa.Table:
         """A data file's records: sequence number, row kind and every column of the current schema."""
-        file_schema = self.table.schema_manager.schema(file.schema_id)
-        by_id = {f.id: f.name for f in file_schema.fields}
-        target = self.layout.records_schema
-        present = [by_id.get(f.id) for f in self.table.schema.fields]
-        wanted = [SEQUENCE_NUMBER, VALUE_KIND, *(name for name in present if name is not None)]
+        present, wanted = self._record_columns(file)
         with self._open(split, self._file_path(split, file)) as parquet:
             data = parquet.read(columns=wanted, use_threads=True)
+        return self._conform_records(data, present)
+
+    def iter_run(self, split: DataSplit, run: SortedRun, chunk_bytes: int) -> Iterator[pa.Table]:
+        """The records of a sorted run's files, in key order, in chunks of about ``chunk_bytes``."""
+        for file in run.files:
+            present, wanted = self._record_columns(file)
+            with self._open(split, self._file_path(split, file), buffer_size=_STREAM_BUFFER) as parquet:
+                pending: list[pa.RecordBatch] = []
+                size = 0
+                for batch in parquet.iter_batches(batch_size=_STREAM_ROWS, columns=wanted):
+                    pending.append(batch)
+                    size += batch.nbytes
+                    if size >= chunk_bytes:
+                        yield self._conform_records(pa.Table.from_batches(pending), present)
+                        pending, size = [], 0
+                if pending:
+                    yield self._conform_records(pa.Table.from_batches(pending), present)
+
+    def _record_columns(self, file: DataFileMeta) -> tuple[list[str | None], list[str]]:
+        file_schema = self.table.schema_manager.schema(file.schema_id)
+        by_id = {f.id: f.name for f in file_schema.fields}
+        present = [by_id.get(f.id) for f in self.table.schema.fields]
+        return present, [SEQUENCE_NUMBER, VALUE_KIND, *(name for name in present if name is not None)]
+
+    def _conform_records(self, data: pa.Table, present: Sequence[str | None]) -> pa.Table:
+        target = self.layout.records_schema
         columns = [data.column(SEQUENCE_NUMBER), data.column(VALUE_KIND)]
         for name, field in zip(present, target.remove(0).remove(0), strict=True):
             if name is None:

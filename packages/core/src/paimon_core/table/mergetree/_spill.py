@@ -15,20 +15,14 @@ import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
 
+from paimon_core.table.mergetree._kway import merge_sorted_runs
 from paimon_core.table.mergetree._layout import KeyValueLayout
-from paimon_core.table.mergetree._merge import (
-    MergeEngine,
-    group_ids,
-    merge_order,
-    order_records,
-    sort_indices_nulls_first,
-)
+from paimon_core.table.mergetree._merge import MergeEngine, order_records
 
 __all__ = ["SpilledRuns"]
 
@@ -129,40 +123,16 @@ class SpilledRuns:
         return max(int(self.budget / (2 * self.max_handles) / row_bytes), _MIN_CHUNK_ROWS)
 
     def _merge_runs(self, runs: list[_Run], memory: pa.Table | None) -> Iterator[pa.Table]:
-        """A k-way merge holding one batch (or what is left of it) per run at a time.
-
-        Each run has every key once and in order. The smallest last key among the runs' current batches
-        bounds what is complete: no run can still hold a key at or below it. Those rows are merged and
-        handed out; each run keeps the rest of its batch, and the run that set the bound moves on.
-        """
-        sources: list[Iterator[pa.RecordBatch]] = [_batches(r.path) for r in runs]
+        """The runs (and the buffered ``memory`` records) merged a batch per run at a time."""
+        sources: list[Iterable[pa.Table]] = [_tables(r.path) for r in runs]
         if memory is not None and memory.num_rows:
             merged = self._merge(memory)
             rows = self._rows_per_batch(merged, len(runs) + 1)
-            sources.append(iter(merged.to_batches(max_chunksize=rows)))
-        keys = list(self.layout.key_names)
-        current: list[pa.Table | None] = [_next_table(s) for s in sources]
-        while True:
-            live = [i for i, t in enumerate(current) if t is not None]
-            if not live:
-                return
-            tables = [t for t in current if t is not None]
-            combined = pa.concat_tables(tables)
-            ends = np.cumsum([t.num_rows for t in tables])
-            lasts = pa.concat_tables([t.slice(t.num_rows - 1) for t in tables]).select(keys)
-            bound = int(sort_indices_nulls_first(lasts, [(k, "ascending") for k in keys])[0].as_py())
-            indices = merge_order(combined, keys, self.layout.sequence_fields, self.descending)
-            ordered = combined.take(indices)
-            groups = group_ids(ordered, keys)
-            position = int(np.flatnonzero(indices.to_numpy() == ends[bound] - 1)[0])
-            cut = int(np.searchsorted(groups, groups[position], side="right"))
-            yield self.engine.merge(ordered.slice(0, cut), groups[:cut])
-            taken = np.bincount(
-                np.searchsorted(ends, indices.slice(0, cut).to_numpy(), side="right"), minlength=len(live)
-            )
-            for slot, i in enumerate(live):
-                rest = tables[slot].slice(int(taken[slot]))
-                current[i] = rest if rest.num_rows else _next_table(sources[i])
+            sources.append(pa.Table.from_batches([b]) for b in merged.to_batches(max_chunksize=rows))
+        layout = self.layout
+        yield from merge_sorted_runs(
+            sources, layout.key_names, layout.sequence_fields, self.descending, self.engine
+        )
 
     def _remove(self, runs: list[_Run]) -> None:
         for run in runs:
@@ -170,15 +140,8 @@ class SpilledRuns:
                 os.remove(run.path)
 
 
-def _next_table(source: Iterator[pa.RecordBatch]) -> pa.Table | None:
-    for batch in source:
-        if batch.num_rows:
-            return pa.Table.from_batches([batch])
-    return None
-
-
-def _batches(path: str) -> Iterator[pa.RecordBatch]:
+def _tables(path: str) -> Iterator[pa.Table]:
     with pa.memory_map(path) as source:
         reader = pa.ipc.open_file(source)
         for i in range(reader.num_record_batches):
-            yield reader.get_batch(i)
+            yield pa.Table.from_batches([reader.get_batch(i)])

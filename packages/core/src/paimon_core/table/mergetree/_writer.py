@@ -25,6 +25,7 @@ from paimon_core.table._messages import CommitMessage
 from paimon_core.table._scan import DataSplit
 from paimon_core.table._write import DataFileWriter, TableWrite
 from paimon_core.table.mergetree._dynamic_bucket import DynamicBucketAssigner
+from paimon_core.table.mergetree._kway import merge_sorted_runs
 from paimon_core.table.mergetree._layout import kinds_of
 from paimon_core.table.mergetree._levels import (
     CompactUnit,
@@ -45,6 +46,7 @@ __all__ = ["KeyValueTableWrite", "MergeTreeCompactTask", "MergeTreeWriter", "nee
 logger = logging.getLogger(__name__)
 
 _FILE_SOURCE_COMPACT = 1
+_DECODED_PER_STORED_BYTE = 4  # a guess at how much larger rows are in memory than in Parquet
 
 
 class MergeTreeWriter:
@@ -163,19 +165,31 @@ class MergeTreeWriter:
         plan = plan_unit(unit, self.levels, self.layout.key_of, self.small_file_size, self.lookup)
         before: list[DataFileMeta] = []
         after: list[DataFileMeta] = []
+        unit_names = {f.file_name for f in unit.files}
         for file in plan.upgrades:
             before.append(file)
             after.append(replace(file, level=unit.output_level))
-        rewrite = [f for section in plan.rewrite_sections for run in section for f in run.files]
-        if rewrite:
-            split = DataSplit(0, self.partition, self.bucket, self.directory, tuple(rewrite))
-            merged = self.reader.merged(split, rewrite)
+        # Each group is rewritten into files of its own, as Java does: outputs never span an upgraded file.
+        for section in plan.rewrite_sections:
+            files = [f for run in section for f in run.files]
+            split = DataSplit(0, self.partition, self.bucket, self.directory, tuple(files))
+            chunks: Iterable[pa.Table]
             if self.lookup:
-                merged = self._drop_older_keys(merged, split, {f.file_name for f in unit.files})
+                merged = self._drop_older_keys(self.reader.merged(split, files), split, unit_names)
+                chunks = [merged]
+            elif _DECODED_PER_STORED_BYTE * sum(f.file_size for f in files) <= self.buffer_limit:
+                chunks = [self.reader.merged(split, files)]  # fits the buffer: one sort is fastest
+            else:
+                chunk_bytes = self.buffer_limit // (2 * len(section))  # one chunk per run fits the buffer
+                runs = [self.reader.iter_run(split, run, chunk_bytes) for run in section]
+                layout = self.layout
+                chunks = merge_sorted_runs(
+                    runs, layout.key_names, layout.sequence_fields, self.reader.descending, self.reader.engine
+                )
             if plan.drop_delete:
-                merged = only_adds(merged)
-            before += rewrite
-            after += self._write_files(merged, unit.output_level, _FILE_SOURCE_COMPACT)
+                chunks = (only_adds(c) for c in chunks)
+            before += files
+            after += self._write_files(chunks, unit.output_level, _FILE_SOURCE_COMPACT)
         self.levels.update(before, after)
         self._record_compaction(before, after)
 
