@@ -313,6 +313,25 @@ MANIFEST_TARGET_FILE_SIZE: Option[int] = _declare(
         check=_positive,
     )
 )
+CACHE_ENABLED: Option[bool] = _declare(
+    Option("cache-enabled", parse_bool, True, "Keep decoded small manifests in memory for later plans.")
+)
+CACHE_MANIFEST_SMALL_FILE_MEMORY: Option[int] = _declare(
+    Option(
+        "cache.manifest.small-file-memory",
+        parse_memory_size,
+        128 * MB,
+        "Memory for cached manifests (counted as their file size times eight).",
+    )
+)
+CACHE_MANIFEST_SMALL_FILE_THRESHOLD: Option[int] = _declare(
+    Option(
+        "cache.manifest.small-file-threshold",
+        parse_memory_size,
+        1 * MB,
+        "Only manifests up to this size are cached.",
+    )
+)
 MANIFEST_MERGE_MIN_COUNT: Option[int] = _declare(
     Option(
         "manifest.merge-min-count",

@@ -21,6 +21,7 @@ from paimon_core.manifest import (
     read_manifest_file,
     read_manifest_list,
 )
+from paimon_core.manifest._cache import manifest_cache
 from paimon_core.predicate import Predicate
 from paimon_core.snapshot import CommitKind, Snapshot
 from paimon_core.stats import decode_stats
@@ -67,8 +68,22 @@ def read_entries(
     pruner = _PartitionPruner(table, predicate)
     wanted = [m for m in metas if pruner.manifest_may_match(m)]
 
+    options = table.options
+    cached = options.get_option(opts.CACHE_ENABLED)
+    threshold = options.get_option(opts.CACHE_MANIFEST_SMALL_FILE_THRESHOLD)
+    budget = options.get_option(opts.CACHE_MANIFEST_SMALL_FILE_MEMORY)
+
     def read_one(meta: ManifestFileMeta) -> list[ManifestEntry]:
-        entries = read_manifest_file(table.storage, table.manifest_path(meta.file_name))
+        path = table.manifest_path(meta.file_name)
+        if cached and meta.file_size <= threshold:
+            entries = manifest_cache.get(
+                path, meta.file_size, budget, lambda: read_manifest_file(table.storage, path)
+            )
+            if not table.storage.exists(path):  # a cached file deleted since is still an error
+                manifest_cache.forget(path)
+                entries = read_manifest_file(table.storage, path)
+        else:
+            entries = read_manifest_file(table.storage, path)
         return [e for e in entries if pruner.partition_may_match(e.partition)]
 
     if len(wanted) > 4:

@@ -1,0 +1,63 @@
+"""A process-wide cache of decoded small manifests (Paimon's ``cache-enabled`` manifest cache).
+
+Manifest files never change once written (every name is new), so a decoded file stays valid for as long
+as it exists; planning a read of a table whose history left many small manifests then decodes only the
+ones it has not seen. Entries are immutable, so callers share them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+
+from paimon_core.manifest._entry import ManifestEntry
+
+__all__ = ["ManifestCache", "manifest_cache"]
+
+_DECODED_PER_FILE_BYTE = 8  # decoded entries weigh about this much more than their Avro file
+
+
+class ManifestCache:
+    """Least-recently-used decoded manifests, weighed by file size."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[str, tuple[int, list[ManifestEntry]]] = OrderedDict()
+        self._weight = 0
+        self._lock = threading.Lock()
+
+    def get(
+        self, key: str, file_size: int, budget: int, load: Callable[[], list[ManifestEntry]]
+    ) -> list[ManifestEntry]:
+        """The cached entries of ``key``, or ``load()``'s (kept if the budget allows)."""
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None:
+                self._entries.move_to_end(key)
+                return hit[1]
+        entries = load()
+        weight = max(file_size, 1) * _DECODED_PER_FILE_BYTE
+        if weight > budget:
+            return entries
+        with self._lock:
+            if key not in self._entries:
+                self._entries[key] = (weight, entries)
+                self._weight += weight
+            while self._weight > budget and self._entries:
+                _, (dropped, _) = self._entries.popitem(last=False)
+                self._weight -= dropped
+        return entries
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            dropped = self._entries.pop(key, None)
+            if dropped is not None:
+                self._weight -= dropped[0]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._weight = 0
+
+
+manifest_cache = ManifestCache()
