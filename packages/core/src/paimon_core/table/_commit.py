@@ -759,9 +759,15 @@ class TableCommit:
             CommitConflictError: another commit replaced an index file this one replaces (or created one
                 where this one creates the first): two writers assigned dynamic buckets in one partition.
         """
-        if not attempt.index_changes and attempt.index_scope is None:
+        has_index = latest is not None and bool(latest.index_manifest)
+        if not attempt.index_changes and (attempt.index_scope is None or not has_index):
             return None
-        live = self.table.index_entries(latest) if latest is not None else []
+        live: list[IndexManifestEntry] = []
+        if latest is not None and has_index:
+            try:
+                live = self.table.index_entries(latest)
+            except CorruptMetadataError as exc:  # expiration took the base meanwhile: a lost race
+                raise explain_missing(self.table, latest.id, exc) from exc
         scope = attempt.index_scope
         if scope is not None:
             return combine_index_entries([e for e in live if not scope(e.partition)], attempt.index_changes)
