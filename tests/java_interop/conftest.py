@@ -31,6 +31,7 @@ import tarfile
 import tempfile
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -246,11 +247,7 @@ class JavaPaimon:
         mode = table.bucketMode().name()
         if mode not in ("HASH_FIXED", "HASH_DYNAMIC"):
             raise ValueError(f"{name}: bucket mode {mode} is not supported by this helper")
-        builder = self._write_builder(table)
-        write = builder.newWrite()
-        write.withIOManager(self.io_manager)
-        commit = builder.newCommit()
-        try:
+        with self._batch_commit(table) as write:
             assigner = extractor = None
             if mode == "HASH_DYNAMIC":
                 target_rows = int(table.options().getOrDefault("dynamic-bucket.target-row-num", "2000000"))
@@ -267,10 +264,6 @@ class JavaPaimon:
                     extractor.setRecord(row)
                     key_hash = extractor.trimmedPrimaryKey().hashCode()
                     write.write(row, assigner.assign(extractor.partition(), key_hash))
-            commit.commit(write.prepareCommit())
-        finally:
-            write.close()
-            commit.close()
         return self.latest_snapshot_id(name)
 
     def full_compact(self, name: str) -> int:
@@ -285,18 +278,24 @@ class JavaPaimon:
         for entry in table.store().newScan().plan().files():
             partition = entry.partition()
             buckets.setdefault((bytes(partition.toBytes()), entry.bucket()), partition)
+        with self._batch_commit(table) as write:
+            for (_, bucket), partition in sorted(buckets.items(), key=lambda item: item[0]):
+                write.compact(partition, bucket, True)
+        return self.latest_snapshot_id(name)
+
+    @contextmanager
+    def _batch_commit(self, table: Any) -> Iterator[Any]:
+        """A batch write of ``table``, committed when the block ends without an error."""
         builder = self._write_builder(table)
         write = builder.newWrite()
         write.withIOManager(self.io_manager)
         commit = builder.newCommit()
         try:
-            for (_, bucket), partition in sorted(buckets.items(), key=lambda item: item[0]):
-                write.compact(partition, bucket, True)
+            yield write
             commit.commit(write.prepareCommit())
         finally:
             write.close()
             commit.close()
-        return self.latest_snapshot_id(name)
 
     def latest_snapshot_id(self, name: str) -> int:
         return int(self.table(name).snapshotManager().latestSnapshotId())

@@ -18,7 +18,7 @@ from paimon_core.compact import compact_table
 from paimon_core.maintenance import expire_snapshots, remove_orphan_files
 from paimon_core.manifest import HASH_INDEX
 from paimon_core.table import Table
-from paimon_core.table.mergetree._dynamic_bucket import PartitionIndex, _Bucket, read_hash_index
+from paimon_core.table.mergetree._dynamic_bucket import PartitionIndex, read_hash_index
 from paimon_core.types import BigIntType
 
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.string())])
@@ -93,9 +93,7 @@ def test_vectorised_assignment_is_javas_key_by_key(
     for bucket, hashes in sorted(loaded.items()):
         clean[bucket] = sorted(hashes - seen)
         seen |= hashes
-    index = PartitionIndex(
-        {b: _Bucket(np.array(h, np.int32), None) for b, h in clean.items()}, target, max_buckets=-1
-    )
+    index = PartitionIndex({b: np.array(h, np.int32) for b, h in clean.items()}, target, max_buckets=-1)
     got = [index.assign(np.array(batch, np.int32)).tolist() for batch in batches]
     flat = _java_assign(clean, target, [k for batch in batches for k in batch])
     assert [b for batch in got for b in batch] == flat

@@ -402,12 +402,10 @@ def assign_buckets(
     """
     if num_buckets <= 0:
         raise ValueError(f"the number of buckets must be positive, got {num_buckets}")
-    if len(key_columns) != len(key_types) or not key_columns:
-        raise SchemaError("bucket keys need one type per column and at least one column")
+    hashes = hash_keys(data, key_columns, key_types)
     if data.num_rows == 0:
         return pa.array([], type=pa.int32())
-    columns = [_key_column(data, name, t) for name, t in zip(key_columns, key_types, strict=True)]
-    return _buckets_from_hashes(_vector_hashes(columns, key_types), num_buckets)
+    return _buckets_from_hashes(hashes, num_buckets)
 
 
 def hash_keys(
@@ -419,7 +417,7 @@ def hash_keys(
         SchemaError: a key column is missing or cannot hold its key type.
     """
     if len(key_columns) != len(key_types) or not key_columns:
-        raise SchemaError("key hashes need one type per column and at least one column")
+        raise SchemaError("bucket keys need one type per column and at least one column")
     if data.num_rows == 0:
         return np.empty(0, np.int32)
     columns = [_key_column(data, name, t) for name, t in zip(key_columns, key_types, strict=True)]

@@ -27,14 +27,26 @@ class ManifestCache:
         self._lock = threading.Lock()
 
     def get(
-        self, key: str, file_size: int, budget: int, load: Callable[[], list[ManifestEntry]]
+        self,
+        key: str,
+        file_size: int,
+        budget: int,
+        load: Callable[[], list[ManifestEntry]],
+        exists: Callable[[], bool],
     ) -> list[ManifestEntry]:
-        """The cached entries of ``key``, or ``load()``'s (kept if the budget allows)."""
+        """The cached entries of ``key``, or ``load()``'s (kept if the budget allows).
+
+        A hit whose file no longer ``exists()`` is dropped and loaded again, so a manifest deleted since is
+        reported as missing, as without the cache.
+        """
         with self._lock:
             hit = self._entries.get(key)
             if hit is not None:
                 self._entries.move_to_end(key)
+        if hit is not None:
+            if exists():
                 return hit[1]
+            self._forget(key)
         entries = load()
         weight = max(file_size, 1) * _DECODED_PER_FILE_BYTE
         if weight > budget:
@@ -48,7 +60,7 @@ class ManifestCache:
                 self._weight -= dropped
         return entries
 
-    def forget(self, key: str) -> None:
+    def _forget(self, key: str) -> None:
         with self._lock:
             dropped = self._entries.pop(key, None)
             if dropped is not None:

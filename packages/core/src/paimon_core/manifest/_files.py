@@ -218,15 +218,30 @@ def write_manifest_file(
     """
     if not entries:
         raise ValueError("a manifest file needs at least one entry")
-    level = compression_level if codec == "zstandard" else None
-    data = encode_ocf(PARSED_ENTRY_SCHEMA, (entry_to_record(e) for e in entries), codec, level)
-    storage.write_bytes(path, data, overwrite=False)
+    records = (entry_to_record(e) for e in entries)
+    size = write_avro_file(storage, path, PARSED_ENTRY_SCHEMA, records, codec, compression_level)
     from paimon_core.storage import path_name
 
-    return _build_meta(path_name(path), len(data), entries, partition_types)
+    return _build_meta(path_name(path), size, entries, partition_types)
 
 
-def _read_metadata_file(storage: StorageBackend, path: str, what: str) -> bytes:
+def write_avro_file(
+    storage: StorageBackend,
+    path: str,
+    schema: Any,
+    records: Iterable[dict[str, Any]],
+    codec: str,
+    compression_level: int | None,
+) -> int:
+    """Write records as a new Avro file of Paimon metadata (``compression_level`` counts for zstd only);
+    returns its size in bytes."""
+    level = compression_level if codec == "zstandard" else None
+    data = encode_ocf(schema, records, codec, level)
+    storage.write_bytes(path, data, overwrite=False)
+    return len(data)
+
+
+def read_metadata_file(storage: StorageBackend, path: str, what: str) -> bytes:
     try:
         return storage.read_bytes(path)
     except FileNotFoundError:
@@ -243,7 +258,7 @@ def read_manifest_file(storage: StorageBackend, path: str) -> list[ManifestEntry
     Raises:
         CorruptMetadataError: the file is missing or unreadable.
     """
-    return decode_entries(_read_metadata_file(storage, path, "manifest file"), path)
+    return decode_entries(read_metadata_file(storage, path, "manifest file"), path)
 
 
 def read_all_entries(
@@ -361,10 +376,8 @@ def write_manifest_list(
     compression_level: int | None = 1,
 ) -> int:
     """Write a manifest list (possibly empty) as a single file; returns its exact size in bytes."""
-    level = compression_level if codec == "zstandard" else None
-    data = encode_ocf(PARSED_FILE_META_SCHEMA, (file_meta_to_record(m) for m in metas), codec, level)
-    storage.write_bytes(path, data, overwrite=False)
-    return len(data)
+    records = (file_meta_to_record(m) for m in metas)
+    return write_avro_file(storage, path, PARSED_FILE_META_SCHEMA, records, codec, compression_level)
 
 
 def read_manifest_list(storage: StorageBackend, path: str) -> list[ManifestFileMeta]:
@@ -373,4 +386,4 @@ def read_manifest_list(storage: StorageBackend, path: str) -> list[ManifestFileM
     Raises:
         CorruptMetadataError: the file is missing or unreadable.
     """
-    return decode_file_metas(_read_metadata_file(storage, path, "manifest list"), path)
+    return decode_file_metas(read_metadata_file(storage, path, "manifest list"), path)

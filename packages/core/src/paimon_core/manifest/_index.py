@@ -15,8 +15,9 @@ from typing import Any
 import fastavro
 
 from paimon_core.errors import CorruptMetadataError
-from paimon_core.manifest._avro import _NAMESPACE_RECORD, _check_version, _opt, _read_ocf, encode_ocf
+from paimon_core.manifest._avro import _NAMESPACE_RECORD, _check_version, _opt, _read_ocf
 from paimon_core.manifest._entry import FileKind
+from paimon_core.manifest._files import read_metadata_file, write_avro_file
 from paimon_core.storage import StorageBackend
 
 __all__ = [
@@ -118,7 +119,6 @@ def write_index_manifest(
     compression_level: int | None = 1,
 ) -> None:
     """Write an index manifest (possibly empty) as one file."""
-    level = compression_level if codec == "zstandard" else None
     records = (
         {
             "_VERSION": _INDEX_ENTRY_VERSION,
@@ -134,7 +134,7 @@ def write_index_manifest(
         }
         for e in entries
     )
-    storage.write_bytes(path, encode_ocf(_PARSED_SCHEMA, records, codec, level), overwrite=False)
+    write_avro_file(storage, path, _PARSED_SCHEMA, records, codec, compression_level)
 
 
 def read_index_manifest(storage: StorageBackend, path: str) -> list[IndexManifestEntry]:
@@ -143,12 +143,7 @@ def read_index_manifest(storage: StorageBackend, path: str) -> list[IndexManifes
     Raises:
         CorruptMetadataError: the file is missing or unreadable.
     """
-    try:
-        data = storage.read_bytes(path)
-    except FileNotFoundError:
-        raise CorruptMetadataError(
-            f"index manifest {path} is missing: a snapshot refers to it, so the table is corrupt", path
-        ) from None
+    data = read_metadata_file(storage, path, "index manifest")
     entries = []
     for record in _read_ocf(data, "index manifest", path):
         _check_version(record, _INDEX_ENTRY_VERSION, "index manifest", path)

@@ -77,11 +77,12 @@ def read_entries(
         path = table.manifest_path(meta.file_name)
         if cached and meta.file_size <= threshold:
             entries = manifest_cache.get(
-                path, meta.file_size, budget, lambda: read_manifest_file(table.storage, path)
+                path,
+                meta.file_size,
+                budget,
+                lambda: read_manifest_file(table.storage, path),
+                lambda: table.storage.exists(path),
             )
-            if not table.storage.exists(path):  # a cached file deleted since is still an error
-                manifest_cache.forget(path)
-                entries = read_manifest_file(table.storage, path)
         else:
             entries = read_manifest_file(table.storage, path)
         return [e for e in entries if pruner.partition_may_match(e.partition)]

@@ -168,20 +168,17 @@ class Table:
         for message in messages:
             directory = self.bucket_dir(message.partition, message.bucket)
             upgraded = {f.file_name for f in message.compact_before}  # moved up a level, not written
-            for file in (*message.new_files, *message.compact_after):
-                if file.file_name in upgraded:
-                    continue
-                path = file.external_path or join_path(directory, file.file_name)
+            paths = [
+                file.external_path or join_path(directory, file.file_name)
+                for file in (*message.new_files, *message.compact_after)
+                if file.file_name not in upgraded
+            ]
+            paths += [self.index_path(f.file_name) for f in message.new_index_files]
+            for path in paths:
                 try:
                     self.storage.delete(path)
                 except OSError:
                     logger.warning("could not delete uncommitted file %s", path, exc_info=True)
-            for index_file in message.new_index_files:
-                path = self.index_path(index_file.file_name)
-                try:
-                    self.storage.delete(path)
-                except OSError:
-                    logger.warning("could not delete uncommitted index file %s", path, exc_info=True)
 
     def copy(self, dynamic_options: Mapping[str, Any]) -> Table:
         """This table with extra dynamic options."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import random
 import uuid
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -49,34 +48,34 @@ def read_hash_index(table: Table, meta: IndexFileMeta) -> Hashes:
     return np.frombuffer(data, dtype=_BIG_ENDIAN_INT32).astype(np.int32)
 
 
-@dataclass
-class _Bucket:
-    hashes: Hashes  # what its index file holds (or will, after the next commit)
-    file: IndexFileMeta | None  # the live index file
-    added: list[Hashes] = field(default_factory=list)  # new keys since the last commit
-
-
 class PartitionIndex:
     """The key hash → bucket map of one partition, and the buckets that still take new keys.
 
     Args:
-        buckets: each bucket's hashes and live index file, in the order Java loads them (by bucket id).
+        buckets: each bucket's key hashes (from its index file).
         target_rows: ``dynamic-bucket.target-row-num``.
         max_buckets: ``dynamic-bucket.max-buckets`` (-1: Java's limit of 32767).
     """
 
-    def __init__(self, buckets: dict[int, _Bucket], target_rows: int, max_buckets: int) -> None:
-        self.buckets = dict(sorted(buckets.items()))
+    def __init__(self, buckets: dict[int, Hashes], target_rows: int, max_buckets: int) -> None:
         self._target = target_rows
         self._max = _MAX_BUCKETS if max_buckets == -1 else min(max_buckets, _MAX_BUCKETS)
         self._limited = max_buckets != -1
-        self._room = {b: len(info.hashes) for b, info in self.buckets.items()}  # buckets not found full yet
-        known = [info.hashes for info in self.buckets.values()]
-        owners = [np.full(len(info.hashes), b, np.int32) for b, info in self.buckets.items()]
+        # Java loads buckets in id order; those found full leave this map.
+        self._room = {b: len(h) for b, h in sorted(buckets.items())}
+        self._existing = set(buckets)
+        self.gained: set[int] = set()  # buckets that took new keys since the last index files
         self._known, self._owner = _sorted_map(
-            np.concatenate(known) if known else np.empty(0, np.int32),
-            np.concatenate(owners) if owners else np.empty(0, np.int32),
+            np.concatenate([np.empty(0, np.int32), *buckets.values()]).astype(np.int32),
+            np.concatenate(
+                [np.empty(0, np.int32), *(np.full(len(h), b, np.int32) for b, h in buckets.items())]
+            ),
         )
+
+    def hashes_of(self, bucket: int) -> Hashes:
+        """Every key hash the bucket holds (what its next index file stores)."""
+        held: Hashes = self._known[self._owner == bucket]
+        return held
 
     def assign(self, hashes: Hashes) -> npt.NDArray[np.int32]:
         """The bucket of each key hash; new hashes are recorded for their bucket's next index file."""
@@ -90,8 +89,7 @@ class PartitionIndex:
         unique, first = np.unique(hashes[missing], return_index=True)
         arrival = unique[np.argsort(first, kind="stable")]
         buckets = self._place(len(arrival))
-        for bucket in np.unique(buckets):
-            self.buckets[int(bucket)].added.append(arrival[buckets == bucket])
+        self.gained.update(int(b) for b in np.unique(buckets))
         self._known, self._owner = _sorted_map(
             np.concatenate([self._known, arrival]), np.concatenate([self._owner, buckets])
         )
@@ -110,7 +108,7 @@ class PartitionIndex:
             if bucket is None:
                 bucket = self._new_bucket()
                 if bucket is None:  # max-buckets reached: Java spreads the rest over existing buckets
-                    out[done:] = random.choices(list(self.buckets), k=count - done)
+                    out[done:] = random.choices(sorted(self._existing), k=count - done)
                     return out
             take = min(self._target - self._room[bucket], count - done)
             out[done : done + take] = bucket
@@ -120,8 +118,8 @@ class PartitionIndex:
 
     def _new_bucket(self) -> int | None:
         for bucket in range(self._max):
-            if bucket not in self.buckets:
-                self.buckets[bucket] = _Bucket(np.empty(0, np.int32), None)
+            if bucket not in self._existing:
+                self._existing.add(bucket)
                 self._room[bucket] = 0
                 return bucket
         if self._limited:
@@ -148,6 +146,7 @@ class DynamicBucketAssigner:
         self._target = table.options.get_option(opts.DYNAMIC_BUCKET_TARGET_ROW_NUM)
         self._max = table.options.get_option(opts.DYNAMIC_BUCKET_MAX_BUCKETS)
         self._partitions: dict[bytes, PartitionIndex] = {}
+        self._files: dict[tuple[bytes, int], IndexFileMeta] = {}  # the live index file of each bucket
         self._live: dict[bytes, list[IndexManifestEntry]] | None = None
         self._uuid = str(uuid.uuid4())
         self._counter = 0
@@ -160,7 +159,7 @@ class DynamicBucketAssigner:
         return index.assign(hash_keys(rows, self._key_names, self._key_types))
 
     def _load(self, partition: bytes) -> PartitionIndex:
-        buckets: dict[int, _Bucket] = {}
+        buckets: dict[int, Hashes] = {}
         if not self._fresh:
             if self._live is None:
                 self._live = {}
@@ -168,7 +167,8 @@ class DynamicBucketAssigner:
                     if entry.file.index_type == HASH_INDEX:
                         self._live.setdefault(entry.partition, []).append(entry)
             for entry in self._live.get(partition, []):
-                buckets[entry.bucket] = _Bucket(read_hash_index(self.table, entry.file), entry.file)
+                buckets[entry.bucket] = read_hash_index(self.table, entry.file)
+                self._files[(partition, entry.bucket)] = entry.file
         return PartitionIndex(buckets, self._target, self._max)
 
     def index_changes(
@@ -176,14 +176,13 @@ class DynamicBucketAssigner:
     ) -> tuple[tuple[IndexFileMeta, ...], tuple[IndexFileMeta, ...]]:
         """(new, replaced) index files of a bucket that gained keys since the last call; empty otherwise."""
         index = self._partitions.get(partition)
-        info = index.buckets.get(bucket) if index is not None else None
-        if info is None or not info.added:
+        if index is None or bucket not in index.gained:
             return (), ()
-        hashes = np.concatenate([info.hashes, *info.added])
-        new = self._write(hashes)
-        replaced = (info.file,) if info.file is not None else ()
-        info.hashes, info.file, info.added = hashes, new, []
-        return (new,), replaced
+        index.gained.discard(bucket)
+        new = self._write(index.hashes_of(bucket))
+        old = self._files.get((partition, bucket))
+        self._files[(partition, bucket)] = new
+        return (new,), (old,) if old is not None else ()
 
     def _write(self, hashes: Hashes) -> IndexFileMeta:
         name = f"index-{self._uuid}-{self._counter}"

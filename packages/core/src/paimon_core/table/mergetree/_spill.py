@@ -22,7 +22,8 @@ import pyarrow as pa
 
 from paimon_core.table.mergetree._kway import merge_sorted_runs
 from paimon_core.table.mergetree._layout import KeyValueLayout
-from paimon_core.table.mergetree._merge import MergeEngine, order_records
+from paimon_core.table.mergetree._merge import MergeEngine
+from paimon_core.table.mergetree._reader import merge_records
 
 __all__ = ["SpilledRuns"]
 
@@ -98,10 +99,7 @@ class SpilledRuns:
     # --- internals ---------------------------------------------------------------------------------------
 
     def _merge(self, records: pa.Table) -> pa.Table:
-        ordered, groups = order_records(
-            records, self.layout.key_names, self.layout.sequence_fields, self.descending
-        )
-        return self.engine.merge(ordered, groups)
+        return merge_records(records, self.layout, self.engine, self.descending)
 
     def _write(self, chunks: Iterator[pa.Table]) -> _Run:
         if self._dir is None:
@@ -112,12 +110,12 @@ class SpilledRuns:
         schema = self.layout.records_schema
         with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, schema, options=self.options) as writer:
             for chunk in chunks:
-                rows = self._rows_per_batch(chunk, max(len(self.runs), 1))
+                rows = self._rows_per_batch(chunk)
                 for batch in chunk.to_batches(max_chunksize=rows):
                     writer.write_batch(batch)
         return _Run(path, os.path.getsize(path))
 
-    def _rows_per_batch(self, chunk: pa.Table, runs: int) -> int:
+    def _rows_per_batch(self, chunk: pa.Table) -> int:
         """Batches small enough that one per run of a merge fits the memory budget."""
         row_bytes = max(chunk.nbytes / max(chunk.num_rows, 1), 1.0)
         return max(int(self.budget / (2 * self.max_handles) / row_bytes), _MIN_CHUNK_ROWS)
@@ -127,7 +125,7 @@ class SpilledRuns:
         sources: list[Iterable[pa.Table]] = [_tables(r.path) for r in runs]
         if memory is not None and memory.num_rows:
             merged = self._merge(memory)
-            rows = self._rows_per_batch(merged, len(runs) + 1)
+            rows = self._rows_per_batch(merged)
             sources.append(pa.Table.from_batches([b]) for b in merged.to_batches(max_chunksize=rows))
         layout = self.layout
         yield from merge_sorted_runs(
