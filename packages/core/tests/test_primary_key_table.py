@@ -120,7 +120,11 @@ def test_bad_input_is_refused_before_anything_is_written(catalog: Catalog) -> No
         ({"options": {"bucket": "1", "sequence.field": "nope"}}, SchemaError, "nope"),
         ({"options": {"bucket": "1", "rowkind.field": "score"}}, SchemaError, "string column"),
         ({"options": {"bucket": "1", "merge-engine": "nonsense"}}, ConfigError, "merge-engine"),
-        ({"options": {"bucket": "1", "changelog-producer": "input"}}, ConfigError, "not supported yet"),
+        (
+            {"options": {"bucket": "1", "merge-engine": "first-row", "changelog-producer": "input"}},
+            ConfigError,
+            "first-row merge engine only supports",
+        ),
         ({"options": {"deletion-vectors.enabled": "true"}}, ConfigError, "deletion vectors"),
         (
             {"options": {"merge-engine": "aggregation", "fields.score.aggregate-function": "count"}},

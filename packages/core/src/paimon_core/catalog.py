@@ -25,10 +25,13 @@ from paimon_core.schema import SchemaManager, TableSchema
 from paimon_core.schema_change import SchemaChange, apply_changes
 from paimon_core.storage import StorageBackend, default_registry, get_backend, join_path
 from paimon_core.table import (
+    DATA_VIEWS,
+    DataView,
     SystemTable,
     Table,
     check_append_table,
     check_primary_key_table,
+    data_view,
     split_system_name,
 )
 from paimon_core.types import DataField, DataType, fields_from_arrow_schema
@@ -224,7 +227,7 @@ class Catalog:
             return cast(Table, self.get_system_table(identifier, **dynamic_options))
         return self._data_table(identifier, **dynamic_options)
 
-    def get_system_table(self, identifier: str, **dynamic_options: Any) -> SystemTable:
+    def get_system_table(self, identifier: str, **dynamic_options: Any) -> SystemTable | DataView:
         """The system table ``db.t$<name>`` (``snapshots``, ``schemas``, ``options``, ``files``,
         ``manifests``, ``partitions``, ``tags``, ``consumers``, ``branches``) of table ``db.t``; the dynamic
         options (``scan.snapshot-id``...) choose the snapshot ``$files``, ``$partitions`` and ``$manifests``
@@ -236,6 +239,8 @@ class Catalog:
         base, system = split_system_name(identifier)
         if system is None:
             raise ConfigError(f"{identifier!r} names no system table ('db.t$snapshots', ...)", "table")
+        if system in DATA_VIEWS:
+            return data_view(self._data_table(base, **dynamic_options), system)
         return SystemTable(self._data_table(base, **dynamic_options), system)
 
     def _data_table(self, identifier: str, **dynamic_options: Any) -> Table:

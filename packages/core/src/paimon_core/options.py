@@ -265,6 +265,18 @@ PARQUET_ENABLE_DICTIONARY: Option[bool] = _declare(
 COMPACTION_MIN_FILE_NUM: Option[int] = _declare(
     Option("compaction.min.file-num", int, 5, "Minimum small files to compact together.", check=_positive)
 )
+COMPACTION_MAX_FILE_NUM: Option[int | None] = _declare(
+    Option(
+        "compaction.max.file-num",
+        _optional(int),
+        None,
+        "Append tables (Paimon 0.9/1.0): compact this many small files even below the target size, and "
+        "never more in one rewrite (default: no such limit, as in Paimon 1.1+).",
+        check=lambda v: v is None or v > 0,
+        check_doc="must be positive",
+        fallback_keys=("compaction.early-max.file-num",),
+    )
+)
 COMPACTION_SMALL_FILE_RATIO: Option[float] = _declare(
     Option(
         "compaction.small-file-ratio",
@@ -280,7 +292,11 @@ COMPACTION_FILE_NUM_LIMIT: Option[int] = _declare(
 )
 COMPACTION_DELETE_RATIO_THRESHOLD: Option[float] = _declare(
     Option(
-        "compaction.delete-ratio-threshold", float, 0.2, "Deleted-row ratio that makes a file a candidate."
+        "compaction.delete-ratio-threshold",
+        float,
+        0.2,
+        "Deleted-row ratio (by deletion vector) that makes a file a candidate; no effect here, where append "
+        "tables have no deletion vectors.",
     )
 )
 COMPACTION_FORCE_REWRITE_ALL_FILES: Option[bool] = _declare(
@@ -289,7 +305,12 @@ COMPACTION_FORCE_REWRITE_ALL_FILES: Option[bool] = _declare(
     )
 )
 PRECOMMIT_COMPACT: Option[bool] = _declare(
-    Option("precommit-compact", parse_bool, False, "Merge one commit's small files before committing them.")
+    Option(
+        "precommit-compact",
+        parse_bool,
+        False,
+        "Unaware-bucket append tables: merge the small new files of all writers of a commit before it lands.",
+    )
 )
 
 # --- manifests ---
@@ -583,6 +604,24 @@ CONSUMER_MODE: Option[str] = _declare(
 )
 CONSUMER_IGNORE_PROGRESS: Option[bool] = _declare(
     Option("consumer.ignore-progress", parse_bool, False, "Ignore recorded consumer progress.")
+)
+
+INCREMENTAL_BETWEEN_SCAN_MODE: Option[str] = _declare(
+    Option(
+        "incremental-between-scan-mode",
+        _choice("auto", "delta", "changelog"),
+        "auto",
+        "What an incremental read of a primary-key table reads: changelog files (auto, when the table has a "
+        "changelog producer), or the new data files.",
+    )
+)
+STREAMING_READ_OVERWRITE: Option[bool] = _declare(
+    Option(
+        "streaming-read-overwrite",
+        parse_bool,
+        False,
+        "Streaming reads of primary-key tables read the changes of OVERWRITE commits too.",
+    )
 )
 
 # --- primary-key tables (docs/primary-key-tables.md) ---

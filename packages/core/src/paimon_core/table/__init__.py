@@ -20,8 +20,10 @@ from paimon_core.table._stream import (
     plan_batch,
     resolve_batch_scan,
 )
-from paimon_core.table._system import SYSTEM_TABLES, SystemTable, split_system_name
+from paimon_core.table._follow import TableStream
+from paimon_core.table._system import DATA_VIEWS, SYSTEM_TABLES, SystemTable, split_system_name
 from paimon_core.table._table import Table, open_table
+from paimon_core.table._views import AuditLogTable, DataView, ReadOptimizedTable, data_view
 from paimon_core.table._write import DataFileWriter, TableWrite
 from paimon_core.table.mergetree import (
     KeyValueTableRead,
@@ -33,14 +35,18 @@ from paimon_core.table.mergetree import (
 )
 
 __all__ = [
+    "DATA_VIEWS",
     "SYSTEM_TABLES",
+    "AuditLogTable",
     "BatchScanStart",
     "CommitMessage",
     "DataFileWriter",
     "DataSplit",
+    "DataView",
     "KeyValueTableRead",
     "KeyValueTableWrite",
     "MergeTreeCompactTask",
+    "ReadOptimizedTable",
     "StreamPosition",
     "StreamScan",
     "SystemTable",
@@ -49,10 +55,12 @@ __all__ = [
     "TableHooks",
     "TableRead",
     "TableScan",
+    "TableStream",
     "TableWrite",
     "check_append_table",
     "check_primary_key_table",
     "conform_batch",
+    "data_view",
     "default_hooks",
     "explain_missing",
     "live_entries",

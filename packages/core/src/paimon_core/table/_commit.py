@@ -75,6 +75,7 @@ class _Attempt:
     watermark: int | None = None  # the writer's event-time watermark; snapshots keep the largest
     index_changes: tuple[IndexManifestEntry, ...] = ()
     index_scope: OverwriteScope | None = None  # an overwrite drops the index files of these partitions
+    changelog: tuple[ManifestEntry, ...] = ()  # changelog files, listed in the snapshot's changelog list
 
 
 @dataclass(frozen=True)
@@ -90,19 +91,40 @@ class _AlreadyLive(Exception):
     """Every file the attempt adds is live already: these messages were committed before."""
 
 
+@dataclass(frozen=True)
+class _ManifestList:
+    """A written manifest list and the manifests it names."""
+
+    name: str
+    size: int
+    metas: list[ManifestFileMeta]
+
+    def paths(self, table: Table) -> list[str]:
+        return [table.manifest_path(self.name), *(table.manifest_path(m.file_name) for m in self.metas)]
+
+
+@dataclass(frozen=True)
+class _DeltaLists:
+    """The delta (and changelog) manifest lists of an attempt's entries; reused by later attempts."""
+
+    key: tuple[tuple[FileKind, FileIdentifier], ...]
+    delta: _ManifestList
+    changelog: _ManifestList | None
+
+
 @dataclass
 class _Written:
     """Metadata files one commit call wrote; deleted when they can be known to be unused."""
 
     attempt: list[str] = field(default_factory=list)  # base list and merged manifests of one attempt
-    delta: tuple[tuple[tuple[FileKind, FileIdentifier], ...], str, int, list[ManifestFileMeta]] | None = None
+    delta: _DeltaLists | None = None
     uncertain: bool = False  # some attempt's outcome is unknown: its files may be referenced
 
     def delta_paths(self, table: Table) -> list[str]:
         if self.delta is None:
             return []
-        _, name, _, metas = self.delta
-        return [table.manifest_path(name), *(table.manifest_path(m.file_name) for m in metas)]
+        changelog = self.delta.changelog
+        return [*self.delta.delta.paths(table), *(changelog.paths(table) if changelog else ())]
 
 
 class TableCommit:
@@ -178,19 +200,32 @@ class TableCommit:
         compact_entries = self._entries(messages, "compact_before", FileKind.DELETE) + self._entries(
             messages, "compact_after", FileKind.ADD
         )
-        self._require_files(append_entries + compact_entries, commit_identifier)
+        append_changelog = self._entries(messages, "changelog_files", FileKind.ADD)
+        compact_changelog = self._entries(messages, "compact_changelog_files", FileKind.ADD)
+        self._require_files(
+            append_entries + compact_entries + append_changelog + compact_changelog, commit_identifier
+        )
         index_changes = _index_changes(messages)
         created = []
         has_deletes = any(e.kind == FileKind.DELETE for e in append_entries)
-        if append_entries or index_changes or self._force_create_snapshot(messages):
+        if append_entries or append_changelog or index_changes or self._force_create_snapshot(messages):
             kind = CommitKind.OVERWRITE if has_deletes else CommitKind.APPEND
             attempt = _Attempt(
-                kind, append_entries, has_deletes, watermark=watermark, index_changes=index_changes
+                kind,
+                append_entries,
+                has_deletes,
+                watermark=watermark,
+                index_changes=index_changes,
+                changelog=tuple(append_changelog),
             )
             created += self._commit_with_retry(kind, lambda _latest: attempt, commit_identifier)
-        if compact_entries:
+        if compact_entries or compact_changelog:
             attempt_c = _Attempt(
-                CommitKind.COMPACT, compact_entries, check_conflicts=True, watermark=watermark
+                CommitKind.COMPACT,
+                compact_entries,
+                check_conflicts=True,
+                watermark=watermark,
+                changelog=tuple(compact_changelog),
             )
             try:
                 created += self._commit_with_retry(
@@ -204,7 +239,14 @@ class TableCommit:
                 logger.info("inline compaction of %s lost a race: %s", self.table.identifier, exc)
                 self.table.delete_new_files(
                     [
-                        CommitMessage(m.partition, m.bucket, m.total_buckets, compact_after=m.compact_after)
+                        CommitMessage(
+                            m.partition,
+                            m.bucket,
+                            m.total_buckets,
+                            compact_before=m.compact_before,
+                            compact_after=m.compact_after,
+                            compact_changelog_files=m.compact_changelog_files,
+                        )
                         for m in messages
                     ]
                 )
@@ -843,7 +885,8 @@ class TableCommit:
         base_list = self._new_name("manifest-list")
         written.attempt.append(ctx.path(base_list))
         base_size = write_manifest_list(storage, ctx.path(base_list), base_metas, ctx.codec, ctx.level)
-        delta_list, delta_size = self._delta(attempt, written)
+        lists = self._delta(attempt, written)
+        changelog = lists.changelog
         index_manifest = latest.index_manifest if latest else None
         if index is not None:
             index_manifest = self._new_name("index-manifest")
@@ -859,10 +902,10 @@ class TableCommit:
             schema_id=schema_id,
             base_manifest_list=base_list,
             base_manifest_list_size=base_size,
-            delta_manifest_list=delta_list,
-            delta_manifest_list_size=delta_size,
-            changelog_manifest_list=None,
-            changelog_manifest_list_size=None,
+            delta_manifest_list=lists.delta.name,
+            delta_manifest_list_size=lists.delta.size,
+            changelog_manifest_list=changelog.name if changelog else None,
+            changelog_manifest_list_size=changelog.size if changelog else None,
             index_manifest=index_manifest,
             commit_user=self.commit_user,
             commit_identifier=identifier,
@@ -870,25 +913,31 @@ class TableCommit:
             time_millis=int(time.time() * 1000),
             total_record_count=(latest.total_record_count if latest else 0) + delta_rows,
             delta_record_count=delta_rows,
-            changelog_record_count=0,
+            changelog_record_count=sum(e.file.row_count for e in attempt.changelog),
             watermark=_max_watermark(latest.watermark if latest else None, attempt.watermark),
             statistics=latest.statistics if latest and same_schema else None,
             next_row_id=latest.next_row_id if latest else None,
         )
 
-    def _delta(self, attempt: _Attempt, written: _Written) -> tuple[str, int]:
-        """The delta manifests and list of these entries, written once and reused by later attempts."""
-        key = tuple((e.kind, e.identifier()) for e in attempt.entries)
-        if written.delta is not None and written.delta[0] == key:
-            return written.delta[1], written.delta[2]
+    def _delta(self, attempt: _Attempt, written: _Written) -> _DeltaLists:
+        """The delta (and changelog) manifests and lists of these entries, written once and reused by later
+        attempts."""
+        key = tuple((e.kind, e.identifier()) for e in (*attempt.entries, *attempt.changelog))
+        if written.delta is not None and written.delta.key == key:
+            return written.delta
         if written.delta is not None and not written.uncertain:
             self._delete(written.delta_paths(self.table))  # an overwrite's scope changed
+        delta = self._write_list(attempt.entries)
+        changelog = self._write_list(list(attempt.changelog)) if attempt.changelog else None
+        written.delta = _DeltaLists(key, delta, changelog)
+        return written.delta
+
+    def _write_list(self, entries: list[ManifestEntry]) -> _ManifestList:
         ctx = self.table.manifest_context
-        metas = write_manifests(ctx, attempt.entries, self._new_name)
+        metas = write_manifests(ctx, entries, self._new_name)
         name = self._new_name("manifest-list")
         size = write_manifest_list(self.table.storage, ctx.path(name), metas, ctx.codec, ctx.level)
-        written.delta = (key, name, size, metas)
-        return name, size
+        return _ManifestList(name, size, metas)
 
 
 class _Landed(Exception):

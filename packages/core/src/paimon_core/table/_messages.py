@@ -23,6 +23,10 @@ class CommitMessage:
         compact_after: the compaction's output files.
         new_index_files: index files of the bucket to add (a dynamic bucket's new hash index).
         deleted_index_files: index files they replace.
+        changelog_files: changelog files of the new files (``changelog-producer = input``), listed in the
+            APPEND snapshot's changelog manifest list.
+        compact_changelog_files: changelog files a compaction produced (``lookup``, ``full-compaction``),
+            listed in the COMPACT snapshot's changelog manifest list.
     """
 
     partition: bytes
@@ -34,6 +38,8 @@ class CommitMessage:
     compact_after: tuple[DataFileMeta, ...] = ()
     new_index_files: tuple[IndexFileMeta, ...] = ()
     deleted_index_files: tuple[IndexFileMeta, ...] = ()
+    changelog_files: tuple[DataFileMeta, ...] = ()
+    compact_changelog_files: tuple[DataFileMeta, ...] = ()
 
     def is_empty(self) -> bool:
         return not (
@@ -43,4 +49,6 @@ class CommitMessage:
             or self.compact_after
             or self.new_index_files
             or self.deleted_index_files
+            or self.changelog_files
+            or self.compact_changelog_files
         )

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 
 _BATCH_ROWS = 64 * 1024
 
+ROW_KIND_FIELD = pa.field("rowkind", pa.string(), nullable=False)
+"""The row kind column of changes and of ``$audit_log`` (Paimon's name)."""
+
 
 class TableRead:
     """Reads splits of a table as Arrow data with the table's current schema.
@@ -145,6 +148,26 @@ class TableRead:
     def to_reader(self, splits: Sequence[DataSplit]) -> pa.RecordBatchReader:
         """A streaming reader: memory stays bounded by one batch per file read."""
         return pa.RecordBatchReader.from_batches(self.output_schema, self.to_batches(splits))
+
+
+class InsertKinds(TableRead):
+    """An append table's rows, each ``+I``."""
+
+    def __init__(self, table: Table, columns: Sequence[str] | None, expression: pc.Expression | None) -> None:
+        super().__init__(table, columns, expression)
+        self.output_schema = self.output_schema.insert(0, ROW_KIND_FIELD)
+
+    def read_file(self, split: DataSplit, file: DataFileMeta) -> pa.Table:
+        return with_inserts(super().read_file(split, file))
+
+    def iter_file_batches(self, split: DataSplit, file: DataFileMeta) -> Iterator[pa.RecordBatch]:
+        for batch in super().iter_file_batches(split, file):
+            yield from with_inserts(pa.Table.from_batches([batch])).to_batches()
+
+
+def with_inserts(table: pa.Table) -> pa.Table:
+    """``table`` with a ``rowkind`` column of ``+I`` in front."""
+    return table.add_column(0, ROW_KIND_FIELD, pa.repeat(pa.scalar("+I"), table.num_rows))
 
 
 def _expression_columns(expression: pc.Expression, names: Sequence[str]) -> set[str]:

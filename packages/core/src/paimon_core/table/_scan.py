@@ -34,13 +34,18 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class DataSplit:
-    """A unit of reading: files of one (partition, bucket) of one snapshot."""
+    """A unit of reading: files of one (partition, bucket) of one snapshot.
+
+    ``streaming``: the files of a primary-key table hold changes (a snapshot's new files or changelog
+    files), read in order without a merge, each record with its row kind.
+    """
 
     snapshot_id: int
     partition: bytes
     bucket: int
     bucket_path: str
     files: tuple[DataFileMeta, ...]
+    streaming: bool = False
 
     @property
     def row_count(self) -> int:
@@ -196,13 +201,25 @@ class Pruner:
 
     def added(self, snapshot: Snapshot) -> list[ManifestEntry]:
         """The files ``snapshot`` added (its delta's ADD entries) that may hold matching rows."""
+        return self._adds(snapshot, manifest_metas(self.table, snapshot, delta_only=True))
+
+    def changelog(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        """The changelog files of ``snapshot`` that may hold matching rows."""
+        if not snapshot.changelog_manifest_list:
+            return []
+        path = self.table.manifest_path(snapshot.changelog_manifest_list)
         try:
-            delta = read_entries(
-                self.table, manifest_metas(self.table, snapshot, delta_only=True), self.predicate
-            )
+            metas = read_manifest_list(self.table.storage, path)
         except CorruptMetadataError as exc:
             raise explain_missing(self.table, snapshot.id, exc) from exc
-        return [e for e in delta if e.kind == FileKind.ADD and self.file_may_match(e)]
+        return self._adds(snapshot, metas)
+
+    def _adds(self, snapshot: Snapshot, metas: list[ManifestFileMeta]) -> list[ManifestEntry]:
+        try:
+            entries = read_entries(self.table, metas, self.predicate)
+        except CorruptMetadataError as exc:
+            raise explain_missing(self.table, snapshot.id, exc) from exc
+        return [e for e in entries if e.kind == FileKind.ADD and self.file_may_match(e)]
 
     @cached_property
     def _stats_prune(self) -> bool:
@@ -294,13 +311,19 @@ class TableScan:
         return entries if since is None else [e for e in entries if created_since(e, since)]
 
     def _appended_since(self, first: int, last: Snapshot) -> list[ManifestEntry]:
-        """What the snapshots in (first, last] appended (OVERWRITE too with streaming-read-append-overwrite)."""
+        """What the snapshots in (first, last] appended (OVERWRITE too with streaming-read-append-overwrite);
+        for a primary-key table, their new files or their changelog (``incremental-between-scan-mode``)."""
         sm = self.table.snapshot_manager
-        overwrites = self.table.options.get_option(opts.STREAMING_READ_APPEND_OVERWRITE)
+        options = self.table.options
+        overwrites = options.get_option(opts.STREAMING_READ_APPEND_OVERWRITE)
+        changelog = self.table.schema.primary_keys and incremental_reads_changelog(options)
         entries: list[ManifestEntry] = []
         for snapshot_id in range(first + 1, last.id + 1):
             snapshot = last if snapshot_id == last.id else sm.snapshot(snapshot_id)
-            if snapshot.commit_kind == CommitKind.APPEND or (
+            if changelog:
+                if snapshot.commit_kind != CommitKind.OVERWRITE:
+                    entries += self.pruner.changelog(snapshot)
+            elif snapshot.commit_kind == CommitKind.APPEND or (
                 overwrites and snapshot.commit_kind == CommitKind.OVERWRITE
             ):
                 entries += self.pruner.added(snapshot)
@@ -312,9 +335,20 @@ class TableScan:
         return make_splits(self.table, self.snapshot.id, self.files())
 
 
-def make_splits(table: Table, snapshot_id: int, entries: Iterable[ManifestEntry]) -> list[DataSplit]:
+def incremental_reads_changelog(options: opts.Options) -> bool:
+    """Whether an incremental read of a primary-key table reads changelog files rather than new files."""
+    mode = options.get_option(opts.INCREMENTAL_BETWEEN_SCAN_MODE)
+    if mode == "auto":
+        return options.get_option(opts.CHANGELOG_PRODUCER) != "none"
+    return mode == "changelog"
+
+
+def make_splits(
+    table: Table, snapshot_id: int, entries: Iterable[ManifestEntry], streaming: bool = False
+) -> list[DataSplit]:
     """Group files per (partition, bucket) and bin-pack them to ``source.split.target-size``; a bucket of
-    a primary-key table is one split (its files merge with each other)."""
+    a primary-key table is one split (its files merge with each other, or, ``streaming``, are read in
+    order as changes)."""
     target = table.options.get_option(opts.SOURCE_SPLIT_TARGET_SIZE)
     open_cost = table.options.get_option(opts.SOURCE_SPLIT_OPEN_FILE_COST)
     groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
@@ -325,7 +359,7 @@ def make_splits(table: Table, snapshot_id: int, entries: Iterable[ManifestEntry]
         files.sort(key=lambda f: (f.min_sequence_number, f.file_name))
         bucket_path = table.bucket_dir(partition, bucket)
         if table.schema.primary_keys:
-            splits.append(DataSplit(snapshot_id, partition, bucket, bucket_path, tuple(files)))
+            splits.append(DataSplit(snapshot_id, partition, bucket, bucket_path, tuple(files), streaming))
             continue
         current: list[DataFileMeta] = []
         weight = 0

@@ -1,12 +1,21 @@
-"""Scan modes and streaming reads of append tables.
+"""Scan modes and streaming reads.
 
 A stream is a sequence of *positions*. ``StreamPosition(snapshot_id, full, file_index)`` is the point before
 reading snapshot ``snapshot_id``: all of it (``full``: the live files, Paimon's ALL scan) or only its delta,
 of which the first ``file_index`` files (in a fixed order) are already consumed. Engines keep positions as
 their offsets; reading from one position to the next is deterministic, so a replayed range returns the same
-rows. After the starting snapshot, only APPEND snapshots contribute (their delta ADD files); COMPACT and
-OVERWRITE snapshots are skipped, so compaction never re-emits rows (``streaming-read-append-overwrite`` makes
-an OVERWRITE's new files count too).
+rows.
+
+Append tables: after the starting snapshot, only APPEND snapshots contribute (their delta ADD files);
+COMPACT and OVERWRITE snapshots are skipped, so compaction never re-emits rows
+(``streaming-read-append-overwrite`` makes an OVERWRITE's new files count too).
+
+Primary-key tables stream their changes (docs/primary-key-tables.md, "Changelog"): the starting snapshot is
+read merged, then each snapshot contributes what the table's ``changelog-producer`` defines: ``none``, the
+new files of APPEND snapshots read as they are (each record with its row kind); ``input``, the changelog
+files of APPEND snapshots; ``lookup`` and ``full-compaction``, the changelog files of COMPACT snapshots
+(their starting read then skips level 0, or reads only the top level, whose changes come later as
+changelog). A bucket's files of a full snapshot are never split across ranges: they merge with each other.
 
 Where a stream starts is resolved by :func:`~paimon_core.table._planner.resolve_stream_start`, next to the
 batch resolution (:func:`resolve_batch_scan`); one :class:`Pruner` serves both.
@@ -74,7 +83,7 @@ class StreamPosition:
 
 
 class StreamScan:
-    """Plans a streaming read of an append table.
+    """Plans a streaming read (see the module docstring).
 
     Args:
         table: the table; its options (``scan.mode`` and friends, ``streaming-read-append-overwrite``)
@@ -85,12 +94,15 @@ class StreamScan:
     """
 
     def __init__(self, table: Table, filter: FilterLike = None, consumer_id: str | None = None) -> None:
-        if table.schema.primary_keys:
-            raise ConfigError(
-                f"{table.identifier} has a primary key: streaming reads of primary-key tables (their "
-                "changelog) are not supported yet; read it in batch"
-            )
         self.table = table
+        self.primary_key = bool(table.schema.primary_keys)
+        self.producer = table.options.get_option(opts.CHANGELOG_PRODUCER)
+        if self.primary_key and table.options.get_option(opts.STREAMING_READ_OVERWRITE):
+            raise ConfigError(
+                "streaming-read-overwrite (reading the changes of OVERWRITE commits of a primary-key table) "
+                "is not supported here; overwrites are skipped by streaming reads",
+                opts.STREAMING_READ_OVERWRITE.key,
+            )
         self.predicate: Predicate | None = parse_filter(filter)[0]
         self.mode = resolve_mode(table.options)
         if self.mode not in STREAM_MODES:
@@ -128,22 +140,43 @@ class StreamScan:
             return cached
         snapshot = self.table.snapshot_manager.snapshot(snapshot_id)
         if full:
-            entries = self.pruner.live(snapshot)
-        elif self._is_streamed(snapshot):
-            entries = self.pruner.added(snapshot)
-        else:
+            entries = [e for e in self.pruner.live(snapshot) if self._in_full_read(e.file.level)]
+        elif not self._is_streamed(snapshot):
             entries = []
+        elif self.primary_key and self.producer != "none":
+            entries = self.pruner.changelog(snapshot)
+        else:
+            entries = self.pruner.added(snapshot)
         entries = [e for e in entries if created_since(e, self.creation_since)]
-        entries.sort(key=lambda e: (e.partition, e.bucket, e.file.file_name))
+        if self.primary_key:  # a bucket's changes in the order they were made
+            entries.sort(key=lambda e: (e.partition, e.bucket, e.file.min_sequence_number, e.file.file_name))
+        else:
+            entries.sort(key=lambda e: (e.partition, e.bucket, e.file.file_name))
         if len(self._file_cache) > 64:
             self._file_cache.clear()
         self._file_cache[key] = entries
         return entries
 
     def _is_streamed(self, snapshot: Snapshot) -> bool:
+        if self.primary_key:
+            # Java's follow-up scanners: compaction changelog comes with COMPACT snapshots
+            wanted = (
+                CommitKind.COMPACT if self.producer in ("lookup", "full-compaction") else CommitKind.APPEND
+            )
+            return snapshot.commit_kind == wanted
         if snapshot.commit_kind == CommitKind.APPEND:
             return True
         return snapshot.commit_kind == CommitKind.OVERWRITE and self.read_overwrite
+
+    def _in_full_read(self, level: int) -> bool:
+        """Whether a file at ``level`` belongs to the starting read of a primary-key table's stream."""
+        if not self.primary_key:
+            return True
+        if self.producer == "lookup":
+            return level > 0
+        if self.producer == "full-compaction":
+            return level == self.table.options.merge_tree_levels() - 1
+        return True
 
     # --- moving -----------------------------------------------------------------------------------------
 
@@ -189,11 +222,32 @@ class StreamScan:
                     (max_files is not None and files + 1 > max_files)
                     or (max_rows is not None and rows + size > max_rows)
                 ):
-                    return StreamPosition(position.snapshot_id, position.full, index)
+                    cut = self._cut(entries, position, index)
+                    if cut is not None:
+                        return cut
                 files += 1
                 rows += size
             position = StreamPosition(position.snapshot_id + 1)
         return position
+
+    def _cut(
+        self, entries: list[ManifestEntry], position: StreamPosition, index: int
+    ) -> StreamPosition | None:
+        """Where a range that would end before ``entries[index]`` ends: there, or, inside a full read of a
+        primary-key table, at the start of that file's bucket (None: the bucket started the range, so the
+        range takes all of it)."""
+        if not (self.primary_key and position.full):
+            return StreamPosition(position.snapshot_id, position.full, index)
+        bucket = (entries[index].partition, entries[index].bucket)
+        start = index
+        while (
+            start > position.file_index
+            and (entries[start - 1].partition, entries[start - 1].bucket) == bucket
+        ):
+            start -= 1
+        if start > position.file_index:
+            return StreamPosition(position.snapshot_id, position.full, start)
+        return None
 
     def entries_between(
         self, start: StreamPosition, end: StreamPosition
@@ -214,9 +268,11 @@ class StreamScan:
         by_snapshot: dict[int, list[ManifestEntry]] = {}
         for snapshot_id, entry in self.entries_between(start, end):
             by_snapshot.setdefault(snapshot_id, []).append(entry)
+        full = {start.snapshot_id} if start.full else set()
         splits: list[DataSplit] = []
         for snapshot_id, entries in sorted(by_snapshot.items()):
-            splits.extend(make_splits(self.table, snapshot_id, entries))
+            streaming = self.primary_key and snapshot_id not in full
+            splits.extend(make_splits(self.table, snapshot_id, entries, streaming))
         return splits
 
     def consumer_next_snapshot(self, position: StreamPosition) -> int | None:

@@ -147,7 +147,9 @@ _SCHEMAS: dict[str, pa.Schema] = {
     ),
 }
 SYSTEM_TABLES = tuple(_SCHEMAS)
-"""The system tables append tables have (``$audit_log`` and ``$ro`` come with primary-key tables)."""
+"""The system tables of a table's metadata (``$audit_log`` and ``$ro`` read its data: ``_views.py``)."""
+DATA_VIEWS = ("audit_log", "ro")
+"""The system tables that read a table's data."""
 
 
 def split_system_name(name: str) -> tuple[str, str | None]:
@@ -160,10 +162,9 @@ def split_system_name(name: str) -> tuple[str, str | None]:
     if not splitter:
         return name, None
     system = system.lower()
-    if system not in _SCHEMAS:
-        raise ConfigError(
-            f"unknown system table {system!r} of {base!r}; there are {', '.join(SYSTEM_TABLES)}", "table"
-        )
+    if system not in _SCHEMAS and system not in DATA_VIEWS:
+        known = ", ".join((*SYSTEM_TABLES, *DATA_VIEWS))
+        raise ConfigError(f"unknown system table {system!r} of {base!r}; there are {known}", "table")
     return base, system
 
 

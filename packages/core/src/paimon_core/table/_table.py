@@ -28,6 +28,7 @@ from paimon_core.schema import SchemaManager, TableSchema
 from paimon_core.snapshot import Snapshot, SnapshotManager
 from paimon_core.storage import StorageBackend, get_backend, join_path
 from paimon_core.table._commit import TableCommit
+from paimon_core.table._follow import TableStream
 from paimon_core.table._hooks import CommitCompactor, TableHooks, default_hooks
 from paimon_core.table._live import LiveFileIndex
 from paimon_core.table._messages import CommitMessage
@@ -170,7 +171,12 @@ class Table:
             upgraded = {f.file_name for f in message.compact_before}  # moved up a level, not written
             paths = [
                 file.external_path or join_path(directory, file.file_name)
-                for file in (*message.new_files, *message.compact_after)
+                for file in (
+                    *message.new_files,
+                    *message.compact_after,
+                    *message.changelog_files,
+                    *message.compact_changelog_files,
+                )
                 if file.file_name not in upgraded
             ]
             paths += [self.index_path(f.file_name) for f in message.new_index_files]
@@ -218,6 +224,9 @@ class Table:
 
     def new_write(self, *, overwrite: bool = False) -> TableWrite:
         """A writer for engines: ``write(batch)`` then ``prepare_commit()`` → messages for :meth:`new_commit`.
+
+        With ``precommit-compact = true``, pass the messages of all the writers of one commit through
+        ``paimon_core.compact.precommit_compact`` before committing them (:meth:`append` does).
 
         On a primary-key table it is a :class:`~paimon_core.table.mergetree.KeyValueTableWrite` (upserts,
         ``delete(keys)``); ``overwrite=True`` writes into fresh merge trees, for an OVERWRITE commit.
@@ -291,6 +300,7 @@ class Table:
     ) -> int | None:
         writer = self.new_write(overwrite=overwrite)
         messages: list[CommitMessage] = []
+        committing = False
         try:
             if deleting:
                 assert isinstance(writer, KeyValueTableWrite)
@@ -298,14 +308,18 @@ class Table:
             else:
                 writer.write(data)
             messages = writer.prepare_commit()
+            if self.hooks.precommit is not None:  # precommit-compact, over all of the commit's files
+                messages = self.hooks.precommit(self, messages)
+            committing = True
             created: list[int] = do_commit(self.new_commit(), messages)
         except _COMMIT_NEVER_LANDED:
             writer.abort(messages)
             raise
         except BaseException:
             # The commit may have landed (an unknown outcome, an interrupt mid-publish): the new files
-            # may be referenced, so they stay; orphan cleanup removes them if they are not.
-            writer.abort([])
+            # may be referenced, so they stay; orphan cleanup removes them if they are not. Before the
+            # commit started nothing can reference them.
+            writer.abort([] if committing else messages)
             raise
         finally:
             writer.close()
@@ -398,6 +412,42 @@ class Table:
             columns, filter, snapshot_id, tag=tag, timestamp=timestamp
         ).to_pandas()
         return frame
+
+    def stream(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: FilterLike = None,
+        *,
+        consumer_id: str | None = None,
+        follow: bool = True,
+        until_snapshot: int | None = None,
+        poll_interval: float | None = None,
+    ) -> TableStream:
+        """Follow the table: Arrow record batches of what is committed, from where ``scan.mode`` (or the
+        consumer's progress) says, waiting for new snapshots.
+
+        A primary-key table's batches start with a ``rowkind`` column (``+I``, ``-U``, ``+U``, ``-D``).
+        See :class:`~paimon_core.table.TableStream`::
+
+            for batch in table.stream(consumer_id="my-job"):
+                handle(batch)
+
+        Args:
+            columns, filter: as for :meth:`to_arrow`.
+            consumer_id: resume from (and record progress under) this consumer id.
+            follow: wait for new snapshots once caught up (False: end there).
+            until_snapshot: end after reading this snapshot.
+            poll_interval: seconds between polls (default ``continuous.discovery-interval``).
+        """
+        return TableStream(
+            self,
+            columns,
+            filter,
+            consumer_id=consumer_id,
+            follow=follow,
+            until_snapshot=until_snapshot,
+            poll_interval=poll_interval,
+        )
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         return iter(self.to_batches())

@@ -83,6 +83,7 @@ class DataFileWriter:
     layout: KeyValueLayout | None = None
     level: int = 0
     row_group_bytes: int = _ROW_GROUP_BYTES  # buffered bytes that make a row group
+    name_prefix: str | None = None  # the file name prefix; ``data-file.prefix`` when None
     buffered: list[pa.RecordBatch] = field(default_factory=list)
     buffered_bytes: int = 0
     written: list[DataFileMeta] = field(default_factory=list)
@@ -137,7 +138,7 @@ class DataFileWriter:
 
     def _open(self, sample: pa.Table) -> _OpenFile:
         table = self.table
-        prefix = table.options.get_option(opts.DATA_FILE_PREFIX)
+        prefix = self.name_prefix or table.options.get_option(opts.DATA_FILE_PREFIX)
         name = f"{prefix}{self._file_uuid}-{self._file_counter}.parquet"
         self._file_counter += 1
         path = join_path(self.directory, name)
@@ -401,7 +402,12 @@ class TableWrite:
             largest.flush()
 
     def prepare_commit(self) -> list[CommitMessage]:
-        """Close every file and return the commit messages; the writer can keep writing afterwards."""
+        """Close every file and return the commit messages; the writer can keep writing afterwards.
+
+        ``precommit-compact`` is not applied here: it merges the files of all the writers of a commit, so
+        whoever gathers their messages applies it once (``paimon_core.compact.precommit_compact``), as
+        :meth:`Table.append` does.
+        """
         messages = []
         for (partition, bucket), writer in self._writers.items():
             files = writer.close()
@@ -420,14 +426,6 @@ class TableWrite:
                         compact_after=after,
                     )
                 )
-        options = self.table.options
-        precommit = self.table.hooks.precommit
-        if (
-            precommit
-            and options.get_option(opts.PRECOMMIT_COMPACT)
-            and not options.get_option(opts.WRITE_ONLY)
-        ):
-            messages = precommit(self.table, messages)
         return messages
 
     def abort(self, messages: list[CommitMessage] | None = None) -> None:

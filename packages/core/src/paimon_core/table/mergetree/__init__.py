@@ -5,7 +5,7 @@ the table's committer like every other writer.
 """
 
 from paimon_core.table.mergetree._layout import KeyValueLayout
-from paimon_core.table.mergetree._reader import KeyValueTableRead
+from paimon_core.table.mergetree._reader import KeyValueTableRead, row_kind_text
 from paimon_core.table.mergetree._validate import check_append_table, check_primary_key_table
 from paimon_core.table.mergetree._writer import (
     KeyValueTableWrite,
@@ -23,4 +23,5 @@ __all__ = [
     "check_append_table",
     "check_primary_key_table",
     "needs_full_compaction",
+    "row_kind_text",
 ]

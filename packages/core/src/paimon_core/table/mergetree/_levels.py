@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from paimon_core.manifest import DataFileMeta
@@ -18,8 +19,10 @@ __all__ = [
     "CompactPlan",
     "CompactUnit",
     "Levels",
+    "RewriteGroup",
     "SortedRun",
     "UniversalCompaction",
+    "Upgrade",
     "interval_partition",
     "pick_full_compaction",
     "plan_unit",
@@ -241,13 +244,48 @@ def _pack_runs(section: Sequence[DataFileMeta], key_of: KeyOf) -> list[SortedRun
     return [SortedRun(tuple(run)) for run in runs]
 
 
+class Upgrade(Enum):
+    """How a file moves up a level without overlapping others (Java's ``UpgradeStrategy``)."""
+
+    PLAIN = "plain"  # change its level
+    CHANGELOG = "changelog"  # change its level and produce the changelog of its records
+    REWRITE = "rewrite"  # rewrite it with the changelog (its records merge with higher levels)
+
+
+@dataclass(frozen=True)
+class RewriteGroup:
+    """Sorted runs merged into new files at the unit's output level.
+
+    Attributes:
+        drop_delete: retractions are dropped from the output.
+        upgrade: a single file rewritten as its upgrade (:attr:`Upgrade.REWRITE`): always produces the
+            changelog, whatever the producer's rule for rewrites.
+    """
+
+    runs: tuple[SortedRun, ...]
+    drop_delete: bool
+    upgrade: bool = False
+
+    @property
+    def files(self) -> list[DataFileMeta]:
+        return [f for run in self.runs for f in run.files]
+
+
 @dataclass(frozen=True)
 class CompactPlan:
-    """What executing a unit does: files moved up without rewriting, sections merged, deletes dropped."""
+    """What executing a unit does: files moved up without rewriting (with or without producing their
+    changelog) and groups of runs merged."""
 
     upgrades: tuple[DataFileMeta, ...]
-    rewrite_sections: tuple[tuple[SortedRun, ...], ...]
-    drop_delete: bool
+    changelog_upgrades: tuple[DataFileMeta, ...]
+    rewrites: tuple[RewriteGroup, ...]
+
+
+UpgradeStrategy = Callable[[DataFileMeta, int], Upgrade]
+
+
+def plain_upgrade(file: DataFileMeta, output_level: int) -> Upgrade:
+    return Upgrade.PLAIN
 
 
 def plan_unit(
@@ -255,17 +293,19 @@ def plan_unit(
     levels: Levels,
     key_of: KeyOf,
     compaction_file_size: int,
-    rewrite_level0: bool = False,
+    upgrade_strategy: UpgradeStrategy = plain_upgrade,
+    force_drop_delete: bool = False,
 ) -> CompactPlan:
     """Plan a unit as Paimon's ``MergeTreeCompactTask`` does: overlapping sections are merged; in a
     single-run section, large files are upgraded and runs of small files are merged.
 
-    ``rewrite_level0``: a level-0 file below the top level is rewritten, never upgraded (lookup
-    compaction, e.g. first-row: its keys must be checked against the higher levels)."""
+    ``upgrade_strategy`` decides how a file moves up (the changelog producers and lookup compaction
+    rewrite some); ``force_drop_delete`` drops retractions from such rewritten upgrades."""
     output = unit.output_level
     drop_delete = output != 0 and output >= levels.non_empty_highest_level()
     upgrades: list[DataFileMeta] = []
-    rewrite: list[tuple[SortedRun, ...]] = []
+    changelog_upgrades: list[DataFileMeta] = []
+    rewrite: list[RewriteGroup] = []
     candidate: list[SortedRun] = []
 
     def flush_candidate() -> None:
@@ -274,19 +314,22 @@ def plan_unit(
         if len(candidate) == 1 and len(candidate[0].files) == 1:
             _upgrade(candidate[0].files[0])
         else:
-            rewrite.append(tuple(candidate))
+            rewrite.append(RewriteGroup(tuple(candidate), drop_delete))
         candidate.clear()
 
     def _upgrade(file: DataFileMeta) -> None:
         if file.level == output:
             return
         if output == levels.max_level and file.delete_row_count != 0:
-            rewrite.append((SortedRun((file,)),))  # deletes must not reach the top level
+            rewrite.append(RewriteGroup((SortedRun((file,)),), drop_delete))  # no deletes on the top level
             return
-        if rewrite_level0 and file.level == 0 and output != levels.max_level:
-            rewrite.append((SortedRun((file,)),))
-            return
-        upgrades.append(file)
+        strategy = upgrade_strategy(file, output)
+        if strategy is Upgrade.REWRITE:
+            rewrite.append(RewriteGroup((SortedRun((file,)),), force_drop_delete, upgrade=True))
+        elif strategy is Upgrade.CHANGELOG:
+            changelog_upgrades.append(file)
+        else:
+            upgrades.append(file)
 
     for section in interval_partition(unit.files, key_of):
         if len(section) > 1:
@@ -299,4 +342,4 @@ def plan_unit(
                 flush_candidate()
                 _upgrade(file)
     flush_candidate()
-    return CompactPlan(tuple(upgrades), tuple(rewrite), drop_delete)
+    return CompactPlan(tuple(upgrades), tuple(changelog_upgrades), tuple(rewrite))

@@ -35,6 +35,7 @@ __all__ = [
     "UPDATE_BEFORE",
     "MergeEngine",
     "merge_engine",
+    "merge_order",
     "order_records",
 ]
 
@@ -140,24 +141,30 @@ class MergeEngine(ABC):
     """Merges the ordered records of each key into one record (or none)."""
 
     def merge(self, records: pa.Table, groups: Indices) -> pa.Table:
-        """Merge ordered records (see :func:`order_records`) into one record per group.
+        """Merge ordered records (see :func:`order_records`) into one record per group (or none).
 
         A key with a single record keeps it as it is, row kind included, as Java's reducer wrapper does
         (a lone ``-D`` stays a retraction, a lone ``+I`` is not aggregated).
         """
+        return self.merge_groups(records, groups)[0]
+
+    def merge_groups(self, records: pa.Table, groups: Indices) -> tuple[pa.Table, Indices]:
+        """As :meth:`merge`, with the group id of each result row (a group may have none)."""
         if records.num_rows == 0:
-            return records
-        single = np.bincount(groups)[groups] == 1
+            return records, groups
+        counts = np.bincount(groups)
+        single = counts[groups] == 1
         if single.all():
-            return records
+            return records, groups
         if not single.any():
-            return self._merge(records, groups)[0]
+            return self._merge(records, groups)
         multi = ~single
         merged_groups, dense = np.unique(groups[multi], return_inverse=True)
         merged, ids = self._merge(records.filter(multi), dense.astype(np.int64))
         combined = pa.concat_tables([records.filter(single), merged])
-        order = np.argsort(np.concatenate([groups[single], merged_groups[ids]]), kind="stable")
-        return combined.take(pa.array(order))
+        owners = np.concatenate([groups[single], merged_groups[ids]])
+        order = np.argsort(owners, kind="stable")
+        return combined.take(pa.array(order)), owners[order]
 
     @abstractmethod
     def _merge(self, records: pa.Table, groups: Indices) -> tuple[pa.Table, Indices]:

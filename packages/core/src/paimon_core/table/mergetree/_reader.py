@@ -11,13 +11,15 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core import options as opts
 from paimon_core.manifest import DataFileMeta
-from paimon_core.table._read import TableRead
+from paimon_core.table._read import ROW_KIND_FIELD, TableRead, with_inserts
 from paimon_core.table._scan import DataSplit
+from paimon_core.table.mergetree._changelog import LeveledRecords, drop_superseded
 from paimon_core.table.mergetree._layout import SEQUENCE_NUMBER, VALUE_KIND, KeyValueLayout
 from paimon_core.table.mergetree._levels import SortedRun, interval_partition
 from paimon_core.table.mergetree._merge import FirstRow, MergeEngine, merge_engine, order_records
@@ -25,7 +27,16 @@ from paimon_core.table.mergetree._merge import FirstRow, MergeEngine, merge_engi
 if TYPE_CHECKING:
     from paimon_core.table._table import Table
 
-__all__ = ["KeyValueTableRead", "merge_records"]
+__all__ = ["KeyValueTableRead", "merge_records", "row_kind_text"]
+
+_KIND_TEXT = pa.array(["+I", "-U", "+U", "-D"], pa.string())
+
+
+def row_kind_text(kinds: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``_VALUE_KIND`` bytes as Paimon's short strings."""
+    taken = pc.take(_KIND_TEXT, kinds)
+    return taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken
+
 
 _ADD_KINDS = pa.array([0, 2], pa.int8())
 _STREAM_BUFFER = 256 << 10  # a merge reads column chunks through buffers this size, not whole
@@ -46,12 +57,27 @@ def only_adds(records: pa.Table) -> pa.Table:
 
 
 class KeyValueTableRead(TableRead):
-    """Reads splits of a primary-key table: every key once, merged by the table's merge engine."""
+    """Reads splits of a primary-key table: every key once, merged by the table's merge engine.
+
+    Streaming splits (a snapshot's changes) are read as they are, in order. With ``row_kind`` the output
+    starts with a ``rowkind`` column (``+I``, ``-U``, ``+U``, ``-D``): a merged row has the kind of its
+    merged record, a row read without a merge is ``+I``. ``keep_delete`` keeps merged retractions (and so
+    merges every section, as Java's audit log does); otherwise retractions are dropped.
+    """
 
     def __init__(
-        self, table: Table, columns: Sequence[str] | None = None, row_filter: pc.Expression | None = None
+        self,
+        table: Table,
+        columns: Sequence[str] | None = None,
+        row_filter: pc.Expression | None = None,
+        row_kind: bool = False,
+        keep_delete: bool = False,
     ) -> None:
         super().__init__(table, columns, row_filter)
+        self.row_kind = row_kind
+        self.keep_delete = keep_delete
+        if row_kind:
+            self.output_schema = self.output_schema.insert(0, ROW_KIND_FIELD)
         self.layout = KeyValueLayout(table.schema)
         self.engine = merge_engine(table.schema, table.options)
         self.descending = table.options.get_option(opts.SEQUENCE_FIELD_SORT_ORDER) == "descending"
@@ -59,6 +85,10 @@ class KeyValueTableRead(TableRead):
         # Java's batch reads of first-row tables skip level 0: a key counts once compaction has checked
         # it against the older levels (docs/primary-key-tables.md, "Reading").
         self.skip_level0 = isinstance(self.engine, FirstRow)
+        # With the lookup producer, a compaction writes each key's complete value: the newest record above
+        # level 0 supersedes older ones (Java wraps the merge function in its LookupMergeFunction).
+        producer = table.options.get_option(opts.CHANGELOG_PRODUCER)
+        self.lookup_merge = producer == "lookup" and not self.skip_level0
 
     def read_records(self, split: DataSplit, file: DataFileMeta) -> pa.Table:
         """A data file's records: sequence number, row kind and every column of the current schema."""
@@ -107,30 +137,67 @@ class KeyValueTableRead(TableRead):
             data = parquet.read(columns=physical, use_threads=True)
         return data.rename_columns(list(self.layout.key_names))
 
+    def read_leveled(self, split: DataSplit, files: Sequence[DataFileMeta]) -> LeveledRecords:
+        """The records of ``files`` in merge order, each with the level of its file."""
+        tables = [self.read_records(split, f) for f in files]
+        records = pa.concat_tables(tables) if tables else self.layout.records_schema.empty_table()
+        levels = np.repeat(
+            np.array([f.level for f in files], dtype=np.int32), [t.num_rows for t in tables]
+        ).astype(np.int32)
+        return LeveledRecords.order(records, levels, self.layout, self.descending)
+
     def merged(self, split: DataSplit, files: Sequence[DataFileMeta]) -> pa.Table:
         """The merged records of ``files`` (retractions kept)."""
+        if self.lookup_merge:
+            leveled = drop_superseded(self.read_leveled(split, files))
+            return self.engine.merge(leveled.records, leveled.groups)
         tables = [self.read_records(split, f) for f in files]
         records = pa.concat_tables(tables) if tables else self.layout.records_schema.empty_table()
         return merge_records(records, self.layout, self.engine, self.descending)
 
     def read_split(self, split: DataSplit) -> pa.Table:
+        return self._read_changes(split) if split.streaming else self._read_merged(split)
+
+    def _read_changes(self, split: DataSplit) -> pa.Table:
+        """A streaming split: every record of its files in order, with its row kind."""
+        parts = []
+        for file in split.files:
+            records = self.read_records(split, file)
+            if not self.keep_delete:
+                records = only_adds(records)
+            values = records.drop_columns([SEQUENCE_NUMBER, VALUE_KIND])
+            if self.row_kind:
+                values = values.add_column(0, ROW_KIND_FIELD, row_kind_text(records.column(VALUE_KIND)))
+            if self.row_filter is not None:
+                values = values.filter(self.row_filter)
+            parts.append(values.select(self.output_schema.names))
+        if not parts:
+            return self.output_schema.empty_table()
+        return pa.concat_tables(parts).cast(self.output_schema)
+
+    def _read_merged(self, split: DataSplit) -> pa.Table:
         parts = []
         files = [f for f in split.files if f.level > 0] if self.skip_level0 else list(split.files)
         for section in interval_partition(files, self.layout.key_of):
-            if _is_raw(section, len(files), self.max_level):
-                parts += [self.read_file(split, f) for run in section for f in run.files]
+            if not self.keep_delete and _is_raw(section, len(files), self.max_level):
+                for run in section:
+                    for file in run.files:
+                        part = self.read_file(split, file)
+                        parts.append(with_inserts(part) if self.row_kind else part)
                 continue
-            rows = only_adds(self.merged(split, [f for run in section for f in run.files]))
-            parts.append(self._conform_merged(rows))
+            rows = self.merged(split, [f for run in section for f in run.files])
+            parts.append(self._conform_merged(rows if self.keep_delete else only_adds(rows)))
         if not parts:
             return self.output_schema.empty_table()
         return pa.concat_tables(parts)
 
     def _conform_merged(self, rows: pa.Table) -> pa.Table:
         values = rows.drop_columns([SEQUENCE_NUMBER, VALUE_KIND])
+        if self.row_kind:
+            values = values.add_column(0, ROW_KIND_FIELD, row_kind_text(rows.column(VALUE_KIND)))
         if self.row_filter is not None:
             values = values.filter(self.row_filter)
-        return values.select(self.columns)
+        return values.select(self.output_schema.names)
 
     def to_arrow(self, splits: Sequence[DataSplit]) -> pa.Table:
         if len(splits) > 1:

@@ -21,8 +21,8 @@ def check_primary_key_table(schema: TableSchema) -> None:
         SchemaError: a reserved column name, a non-primitive key column, a primary key without all
             partition columns (Paimon's cross-partition upsert, not supported here), a ``rowkind.field``
             that is not a string column, a ``sequence.field`` that is not a column.
-        ConfigError: an unsupported ``bucket`` or ``changelog-producer``, or merge-engine options that do
-            not fit the schema.
+        ConfigError: an unsupported ``bucket``, a ``changelog-producer`` the merge engine cannot have,
+            or merge-engine options that do not fit the schema.
     """
     options = opts.Options.of(schema.options)
     for field in schema.fields:
@@ -49,10 +49,10 @@ def check_primary_key_table(schema: TableSchema) -> None:
     if bucket == -1 and schema.options.get(opts.BUCKET_KEY.key):
         raise ConfigError("'bucket-key' cannot be set on a dynamic-bucket table (bucket = -1)", "bucket-key")
     producer = options.get_option(opts.CHANGELOG_PRODUCER)
-    if producer != "none":
+    engine = options.get_option(opts.MERGE_ENGINE)
+    if engine == "first-row" and producer not in ("none", "lookup"):
         raise ConfigError(
-            f"changelog-producer = {producer} is not supported yet; primary-key tables are written with "
-            "changelog-producer = none",
+            f"the first-row merge engine only supports changelog-producer none or lookup, not {producer}",
             opts.CHANGELOG_PRODUCER.key,
         )
     rowkind = options.get_option(opts.ROWKIND_FIELD)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from paimon_core import options as opts
@@ -24,17 +25,27 @@ from paimon_core.table._convert import conform_batch, iter_batches
 from paimon_core.table._messages import CommitMessage
 from paimon_core.table._scan import DataSplit
 from paimon_core.table._write import DataFileWriter, TableWrite
+from paimon_core.table.mergetree._changelog import (
+    Compacted,
+    LeveledRecords,
+    drop_superseded,
+    full_compaction_changelog,
+    lookup_changelog,
+    new_keys_changelog,
+)
 from paimon_core.table.mergetree._dynamic_bucket import DynamicBucketAssigner
 from paimon_core.table.mergetree._kway import merge_sorted_runs
 from paimon_core.table.mergetree._layout import kinds_of
 from paimon_core.table.mergetree._levels import (
     CompactUnit,
     Levels,
+    RewriteGroup,
     UniversalCompaction,
+    Upgrade,
     pick_full_compaction,
     plan_unit,
 )
-from paimon_core.table.mergetree._merge import DELETE, INSERT, FirstRow
+from paimon_core.table.mergetree._merge import DELETE, INSERT, Deduplicate, FirstRow, merge_order
 from paimon_core.table.mergetree._reader import KeyValueTableRead, merge_records, only_adds
 from paimon_core.table.mergetree._spill import SpilledRuns
 
@@ -76,7 +87,11 @@ class MergeTreeWriter:
         self.compact = compact
         self.reader = KeyValueTableRead(table)
         self.layout = self.reader.layout
-        self.lookup = isinstance(self.reader.engine, FirstRow)
+        self.first_row = isinstance(self.reader.engine, FirstRow)
+        self.producer = options.get_option(opts.CHANGELOG_PRODUCER)
+        # Lookup compaction (Java's needLookup): first-row, and the lookup producer.
+        self.lookup = self.first_row or self.producer == "lookup"
+        self.deduplicate_changelog = options.get_option(opts.CHANGELOG_PRODUCER_ROW_DEDUPLICATE)
         self.levels = Levels(restored, options.merge_tree_levels(), self.layout.key_of)
         self.next_sequence = max((f.max_sequence_number for f in restored), default=-1) + 1
         self.target_size = options.target_file_size(True)
@@ -102,8 +117,10 @@ class MergeTreeWriter:
             options.get_option(opts.LOCAL_SORT_MAX_NUM_FILE_HANDLES),
         )
         self.new_files: list[DataFileMeta] = []
+        self.changelog_files: list[DataFileMeta] = []
         self.compact_before: dict[str, DataFileMeta] = {}
         self.compact_after: list[DataFileMeta] = []
+        self.compact_changelog: list[DataFileMeta] = []
 
     # --- records in ------------------------------------------------------------------------------------------
 
@@ -126,6 +143,7 @@ class MergeTreeWriter:
         if self.buffered:
             records = pa.concat_tables(self.buffered)
             self.buffered, self.buffered_bytes = [], 0
+            self._input_changelog(records)
             self.spilled.spill(records)
 
     def flush(self) -> None:
@@ -134,6 +152,8 @@ class MergeTreeWriter:
             return
         records = pa.concat_tables(self.buffered) if self.buffered else None
         self.buffered, self.buffered_bytes = [], 0
+        if records is not None:
+            self._input_changelog(records)
         merged: pa.Table | Iterable[pa.Table]
         if self.spilled.runs:
             merged = self.spilled.drain(records)
@@ -146,6 +166,16 @@ class MergeTreeWriter:
             self.levels.add_level0_file(file)
         if self.compact:
             self._compact(self.picker.pick(self.levels.num_levels, self.levels.sorted_runs()))
+
+    def _input_changelog(self, records: pa.Table) -> None:
+        """``changelog-producer = input``: every buffered record, unmerged, in merge order, into level-0
+        changelog files (a spilled buffer's records are written when they spill)."""
+        if self.producer != "input":
+            return
+        ordered = records.take(
+            merge_order(records, self.layout.key_names, self.layout.sequence_fields, self.reader.descending)
+        )
+        self.changelog_files += self._write_files(ordered, 0, 0, changelog=True)
 
     # --- compaction -------------------------------------------------------------------------------------------
 
@@ -162,59 +192,152 @@ class MergeTreeWriter:
     def _compact(self, unit: CompactUnit | None) -> None:
         if unit is None:
             return
-        plan = plan_unit(unit, self.levels, self.layout.key_of, self.small_file_size, self.lookup)
+        output = unit.output_level
+        plan = plan_unit(unit, self.levels, self.layout.key_of, self.small_file_size, self._upgrade_strategy)
         before: list[DataFileMeta] = []
         after: list[DataFileMeta] = []
-        unit_names = {f.file_name for f in unit.files}
-        for file in plan.upgrades:
+        for file in (*plan.upgrades, *plan.changelog_upgrades):
             before.append(file)
-            after.append(replace(file, level=unit.output_level))
+            after.append(replace(file, level=output))
+        if self.producer in ("lookup", "full-compaction"):
+            for file in plan.changelog_upgrades:
+                split = self._split([file])
+                changelog = self._changelog_merge(split, [file], output, {file.file_name}).changelog
+                self.compact_changelog += self._write_files(changelog, output, 0, changelog=True)
+        unit_names = {f.file_name for f in unit.files}
         # Each group is rewritten into files of its own, as Java does: outputs never span an upgraded file.
-        for section in plan.rewrite_sections:
-            files = [f for run in section for f in run.files]
-            split = DataSplit(0, self.partition, self.bucket, self.directory, tuple(files))
-            chunks: Iterable[pa.Table]
-            if self.lookup:
-                merged = self._drop_older_keys(self.reader.merged(split, files), split, unit_names)
-                chunks = [merged]
-            elif _DECODED_PER_STORED_BYTE * sum(f.file_size for f in files) <= self.buffer_limit:
-                chunks = [self.reader.merged(split, files)]  # fits the buffer: one sort is fastest
-            else:
-                chunk_bytes = self.buffer_limit // (2 * len(section))  # one chunk per run fits the buffer
-                runs = [self.reader.iter_run(split, run, chunk_bytes) for run in section]
-                layout = self.layout
-                chunks = merge_sorted_runs(
-                    runs, layout.key_names, layout.sequence_fields, self.reader.descending, self.reader.engine
-                )
-            if plan.drop_delete:
+        for group in plan.rewrites:
+            files = group.files
+            chunks = self._rewrite(group, output, unit_names)
+            if group.drop_delete:
                 chunks = (only_adds(c) for c in chunks)
             before += files
-            after += self._write_files(chunks, unit.output_level, _FILE_SOURCE_COMPACT)
+            after += self._write_files(chunks, output, _FILE_SOURCE_COMPACT)
         self.levels.update(before, after)
         self._record_compaction(before, after)
 
-    def _drop_older_keys(self, merged: pa.Table, split: DataSplit, unit: set[str]) -> pa.Table:
-        """First-row lookup: a key that a higher level outside the unit holds already keeps that row."""
-        if merged.num_rows == 0:
-            return merged
+    def _upgrade_strategy(self, file: DataFileMeta, output: int) -> Upgrade:
+        """Java's ``upgradeStrategy`` of the table's compaction rewriter."""
+        top = output == self.levels.max_level
+        if self.producer == "full-compaction":
+            return Upgrade.CHANGELOG if top else Upgrade.PLAIN
+        if not self.lookup or file.level != 0:
+            return Upgrade.PLAIN
+        if top or (isinstance(self.reader.engine, Deduplicate) and not self.layout.sequence_fields):
+            return Upgrade.CHANGELOG  # the file's records stay the bucket's newest as they are
+        return Upgrade.REWRITE  # they merge with what higher levels hold
+
+    def _produces_changelog(self, group: RewriteGroup, output: int) -> bool:
+        """Whether rewriting ``group`` produces changelog (Java's ``rewriteChangelog``)."""
+        if self.producer == "full-compaction":
+            return output == self.levels.max_level
+        if self.producer == "lookup":
+            return group.upgrade or (output > 0 and any(f.level == 0 for f in group.files))
+        return False
+
+    def _split(self, files: Sequence[DataFileMeta]) -> DataSplit:
+        return DataSplit(0, self.partition, self.bucket, self.directory, tuple(files))
+
+    def _rewrite(self, group: RewriteGroup, output: int, unit: set[str]) -> Iterable[pa.Table]:
+        """The merged records of a rewrite group, in chunks (its changelog written on the way)."""
+        files = group.files
+        split = self._split(files)
+        if self._produces_changelog(group, output):
+            compacted = self._changelog_merge(split, files, output, unit)
+            self.compact_changelog += self._write_files(compacted.changelog, output, 0, changelog=True)
+            return [compacted.merged]
+        if self.first_row:
+            merged = self.reader.merged(split, files)
+            return [merged.filter(pa.array(self._not_above(merged, split, output)))]
+        if self.lookup:
+            return [self.reader.merged(split, files)]  # the reader merges as lookup mode does
+        if _DECODED_PER_STORED_BYTE * sum(f.file_size for f in files) <= self.buffer_limit:
+            return [self.reader.merged(split, files)]  # fits the buffer: one sort is fastest
+        chunk_bytes = self.buffer_limit // (2 * len(group.runs))  # one chunk per run fits the buffer
+        runs = [self.reader.iter_run(split, run, chunk_bytes) for run in group.runs]
+        layout = self.layout
+        return merge_sorted_runs(
+            runs, layout.key_names, layout.sequence_fields, self.reader.descending, self.reader.engine
+        )
+
+    def _changelog_merge(
+        self, split: DataSplit, files: Sequence[DataFileMeta], output: int, unit: set[str]
+    ) -> Compacted:
+        """Merge ``files`` and produce their changelog, as the table's producer defines it."""
+        reader, layout = self.reader, self.layout
+        leveled = reader.read_leveled(split, files)
+        values = layout.value_schema.names
+        if self.producer == "full-compaction":
+            return full_compaction_changelog(
+                leveled, reader.engine, self.levels.max_level, self.deduplicate_changelog, values
+            )
+        if self.first_row:
+            merged, owners = reader.engine.merge_groups(leveled.records, leveled.groups)
+            has_high = np.zeros(leveled.group_count, dtype=bool)
+            has_high[leveled.groups[leveled.levels > 0]] = True
+            kept = self._not_above(merged, split, output) | has_high[owners]
+            merged, owners = merged.filter(pa.array(kept)), owners[kept]
+            return Compacted(merged, new_keys_changelog(merged, ~has_high[owners]))
+        leveled = drop_superseded(leveled)
+        needed = np.ones(leveled.group_count, dtype=bool)
+        needed[leveled.groups[leveled.levels > 0]] = False
+        found = self._lookup_above(split, leveled.records.filter(pa.array(needed[leveled.groups])), output)
+        if found is not None:
+            records = pa.concat_tables([leveled.records, found.records])
+            levels = np.concatenate([leveled.levels, found.levels])
+            leveled = LeveledRecords.order(records, levels, layout, reader.descending)
+        return lookup_changelog(leveled, reader.engine, self.deduplicate_changelog, values)
+
+    def _files_above(self, records: pa.Table, output: int) -> list[DataFileMeta]:
+        """Files on levels above ``output`` whose key range meets that of ``records`` (in key order)."""
         key_of = self.layout.key_of
-        low = key_of(self.layout.key_row(merged, 0))
-        high = key_of(self.layout.key_row(merged, merged.num_rows - 1))
-        others = [
+        low = key_of(self.layout.key_row(records, 0))
+        high = key_of(self.layout.key_row(records, records.num_rows - 1))
+        return [
             f
             for run in self.levels.sorted_runs()
             for f in run.files
-            if f.level > 0
-            and f.file_name not in unit
-            and not (key_of(f.max_key) < low or key_of(f.min_key) > high)
+            if f.level > output and not (key_of(f.max_key) < low or key_of(f.min_key) > high)
         ]
+
+    def _lookup_above(self, split: DataSplit, records: pa.Table, output: int) -> LeveledRecords | None:
+        """For the keys of ``records`` (key-ordered), their record on the lowest level above ``output`` that
+        holds them (Java's ``LookupLevels.lookup``)."""
+        if records.num_rows == 0:
+            return None
+        files = self._files_above(records, output)
+        if not files:
+            return None
+        keys = list(self.layout.key_names)
+        leveled = self.reader.read_leveled(split, files)
+        probe = leveled.records.select(keys).append_column(
+            "__row", pa.array(np.arange(leveled.records.num_rows))
+        )
+        wanted = probe.join(records.select(keys), keys=keys, join_type="left semi").column("__row").to_numpy()
+        if len(wanted) == 0:
+            return None
+        rows = np.sort(wanted)
+        groups, levels = leveled.groups[rows], leveled.levels[rows]
+        # lowest level first within each key: the newest complete value
+        order = np.lexsort((levels, groups))
+        rows, groups = rows[order], groups[order]
+        first = rows[np.r_[True, groups[1:] != groups[:-1]]]
+        return LeveledRecords(leveled.records.take(pa.array(first)), groups, leveled.levels[first])
+
+    def _not_above(self, merged: pa.Table, split: DataSplit, output: int) -> npt.NDArray[np.bool_]:
+        """First-row lookup: which merged keys no level above ``output`` holds (those keep their row)."""
+        kept = np.ones(merged.num_rows, dtype=bool)
+        if merged.num_rows == 0:
+            return kept
+        others = self._files_above(merged, output)
         if not others:
-            return merged
+            return kept
         known = pa.concat_tables([self.reader.read_keys(split, f) for f in others])
         keys = list(self.layout.key_names)
         probe = merged.select(keys).append_column("__row", pa.array(np.arange(merged.num_rows)))
-        kept = probe.join(known, keys=keys, join_type="left anti").column("__row").to_numpy()
-        return merged.take(pa.array(np.sort(kept)))
+        found = probe.join(known, keys=keys, join_type="left semi").column("__row").to_numpy()
+        kept[found] = False
+        return kept
 
     def _record_compaction(self, before: Sequence[DataFileMeta], after: Sequence[DataFileMeta]) -> None:
         after_names = {f.file_name for f in after}
@@ -235,9 +358,11 @@ class MergeTreeWriter:
             logger.warning("could not delete intermediate file %s", file.file_name, exc_info=True)
 
     def _write_files(
-        self, records: pa.Table | Iterable[pa.Table], level: int, file_source: int
+        self, records: pa.Table | Iterable[pa.Table], level: int, file_source: int, changelog: bool = False
     ) -> list[DataFileMeta]:
+        """Records in merge order into rolling files at ``level`` (changelog files with ``changelog``)."""
         chunks = [records] if isinstance(records, pa.Table) else records
+        prefix = self.table.options.get_option(opts.CHANGELOG_FILE_PREFIX) if changelog else None
         writer = DataFileWriter(
             table=self.table,
             partition=self.partition,
@@ -249,6 +374,7 @@ class MergeTreeWriter:
             layout=self.layout,
             level=level,
             row_group_bytes=min(self.buffer_limit // 4, 64 << 20),
+            name_prefix=prefix,
         )
         try:
             for chunk in chunks:
@@ -275,8 +401,11 @@ class MergeTreeWriter:
             new_files=tuple(self.new_files),
             compact_before=tuple(self.compact_before.values()),
             compact_after=tuple(self.compact_after),
+            changelog_files=tuple(self.changelog_files),
+            compact_changelog_files=tuple(self.compact_changelog),
         )
         self.new_files, self.compact_before, self.compact_after = [], {}, []
+        self.changelog_files, self.compact_changelog = [], []
         return None if message.is_empty() else message
 
     def created_paths(self) -> list[str]:
@@ -284,7 +413,7 @@ class MergeTreeWriter:
         before = set(self.compact_before)
         return [
             join_path(self.directory, f.file_name)
-            for f in (*self.new_files, *self.compact_after)
+            for f in (*self.new_files, *self.compact_after, *self.changelog_files, *self.compact_changelog)
             if f.file_name not in before
         ]
 

@@ -1,0 +1,203 @@
+"""The system tables that read a table's data: ``t$audit_log`` and ``t$ro``.
+
+``$audit_log`` is the table with a ``rowkind`` column in front (``+I``, ``-U``, ``+U``, ``-D``): a batch read
+returns each key's merged record with its kind, retractions kept (an incremental read, the changes between
+two snapshots merged per key); :meth:`AuditLogTable.stream` follows the table's changes. ``$ro``
+("read-optimized") reads only the files of a primary-key table's top level, without a merge: as fresh as
+the last full compaction, as fast as an append table. See docs/system-tables.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from paimon_core.errors import ReadOnlyTableError, SchemaError
+from paimon_core.predicate import FilterLike, parse_filter
+from paimon_core.table._follow import TableStream
+from paimon_core.table._read import ROW_KIND_FIELD, InsertKinds, TableRead
+from paimon_core.table._scan import DataSplit, TableScan, make_splits
+from paimon_core.table.mergetree import KeyValueTableRead
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from paimon_core.table._table import Table, TimeTravel
+
+__all__ = ["AuditLogTable", "DataView", "ReadOptimizedTable", "data_view"]
+
+
+class DataView:
+    """A read-only view of a table's data: ``to_arrow``, ``to_batches``, ``to_pandas``, iteration."""
+
+    name = ""
+
+    def __init__(self, data: Table) -> None:
+        self.data = data
+        self.identifier = f"{data.identifier}${self.name}"
+        self.arrow_schema = data.arrow_schema
+
+    @property
+    def field_names(self) -> list[str]:
+        return list(self.arrow_schema.names)
+
+    def _check(self, columns: Sequence[str] | None) -> None:
+        if columns is not None:
+            unknown = [c for c in columns if c not in self.arrow_schema.names]
+            if unknown:
+                raise SchemaError(
+                    f"unknown columns: {', '.join(unknown)}; {self.identifier} has {self.field_names}"
+                )
+
+    def _plan(
+        self, columns: Sequence[str] | None, filter: FilterLike, time_travel: dict[str, Any]
+    ) -> tuple[TableRead, list[DataSplit]]:
+        raise NotImplementedError
+
+    def to_arrow(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: FilterLike = None,
+        snapshot_id: int | None = None,
+        *,
+        tag: str | None = None,
+        timestamp: TimeTravel = None,
+    ) -> pa.Table:
+        """Read the view; arguments as for :meth:`Table.to_arrow`."""
+        read, splits = self._plan(
+            columns, filter, {"snapshot_id": snapshot_id, "tag": tag, "timestamp": timestamp}
+        )
+        return read.to_arrow(splits)
+
+    def to_batches(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: FilterLike = None,
+        snapshot_id: int | None = None,
+        *,
+        tag: str | None = None,
+        timestamp: TimeTravel = None,
+    ) -> pa.RecordBatchReader:
+        read, splits = self._plan(
+            columns, filter, {"snapshot_id": snapshot_id, "tag": tag, "timestamp": timestamp}
+        )
+        return read.to_reader(splits)
+
+    def to_pandas(self, columns: Sequence[str] | None = None, filter: FilterLike = None) -> pd.DataFrame:
+        frame: pd.DataFrame = self.to_arrow(columns, filter).to_pandas()
+        return frame
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        return iter(self.to_batches())
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise ReadOnlyTableError(f"{self.identifier} is a system table: it cannot be written")
+
+    append = overwrite = delete = new_write = new_commit = _refuse
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.identifier!r})"
+
+
+class AuditLogTable(DataView):
+    """``t$audit_log``: the table's records with their row kind (see the module docstring)."""
+
+    name = "audit_log"
+
+    def __init__(self, data: Table) -> None:
+        super().__init__(data)
+        self.arrow_schema = data.arrow_schema.insert(0, ROW_KIND_FIELD)
+
+    def _plan(
+        self, columns: Sequence[str] | None, filter: FilterLike, time_travel: dict[str, Any]
+    ) -> tuple[TableRead, list[DataSplit]]:
+        self._check(columns)
+        data = self.data
+        predicate, expression = parse_filter(filter, self.arrow_schema)
+        value_columns = None if columns is None else [c for c in columns if c != ROW_KIND_FIELD.name]
+        splits = TableScan(data, predicate=predicate, **time_travel).plan()
+        if data.has_primary_key:
+            read: TableRead = KeyValueTableRead(
+                data, value_columns, expression, row_kind=True, keep_delete=True
+            )
+        else:
+            read = InsertKinds(data, value_columns, expression)
+        return _Selected(read, columns), splits
+
+    def stream(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: FilterLike = None,
+        *,
+        consumer_id: str | None = None,
+        follow: bool = True,
+        until_snapshot: int | None = None,
+        poll_interval: float | None = None,
+    ) -> TableStream:
+        """Follow the table's changes with their row kinds; arguments as for :meth:`Table.stream`."""
+        self._check(columns)
+        value_columns = None if columns is None else [c for c in columns if c != ROW_KIND_FIELD.name]
+        return TableStream(
+            self.data,
+            value_columns,
+            filter,
+            consumer_id=consumer_id,
+            follow=follow,
+            until_snapshot=until_snapshot,
+            poll_interval=poll_interval,
+            row_kind=True,
+        )
+
+
+class ReadOptimizedTable(DataView):
+    """``t$ro``: a primary-key table's top level read without a merge (see the module docstring)."""
+
+    name = "ro"
+
+    def _plan(
+        self, columns: Sequence[str] | None, filter: FilterLike, time_travel: dict[str, Any]
+    ) -> tuple[TableRead, list[DataSplit]]:
+        self._check(columns)
+        data = self.data
+        predicate, expression = parse_filter(filter, self.arrow_schema)
+        scan = TableScan(data, predicate=predicate, **time_travel)
+        read = TableRead(data, columns, expression)
+        if not data.has_primary_key or scan.snapshot is None:
+            return read, scan.plan()
+        top = data.options.merge_tree_levels() - 1
+        entries = [e for e in scan.files() if e.file.level == top]
+        return read, _one_file_per_split(make_splits(data, scan.snapshot.id, entries))
+
+
+def _one_file_per_split(splits: list[DataSplit]) -> list[DataSplit]:
+    """Top-level files hold distinct keys: each is read on its own."""
+    return [
+        DataSplit(s.snapshot_id, s.partition, s.bucket, s.bucket_path, (f,)) for s in splits for f in s.files
+    ]
+
+
+class _Selected(TableRead):
+    """Another read's output with the columns asked for, ``rowkind`` among them, in their order."""
+
+    def __init__(self, inner: TableRead, columns: Sequence[str] | None) -> None:
+        self.inner = inner
+        self.table = inner.table
+        names = inner.output_schema.names if columns is None else list(columns)
+        self.columns = names
+        self.output_schema = pa.schema([inner.output_schema.field(n) for n in names])
+
+    def to_arrow(self, splits: Sequence[DataSplit]) -> pa.Table:
+        return self.inner.to_arrow(splits).select(self.columns)
+
+    def to_batches(self, splits: Sequence[DataSplit]) -> Iterator[pa.RecordBatch]:
+        for batch in self.inner.to_batches(splits):
+            yield pa.RecordBatch.from_arrays(
+                [batch.column(n) for n in self.columns], schema=self.output_schema
+            )
+
+
+def data_view(data: Table, name: str) -> DataView:
+    """The data-reading system table ``name`` (``audit_log`` or ``ro``) of ``data``."""
+    return AuditLogTable(data) if name == AuditLogTable.name else ReadOptimizedTable(data)
