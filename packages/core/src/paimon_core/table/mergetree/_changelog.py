@@ -120,7 +120,7 @@ def lookup_changelog(
     """Merge a lookup compaction's records (superseded ones dropped, looked-up "before" records included)
     and diff the keys that have level-0 records against their high-level record."""
     leveled = drop_superseded(leveled)
-    merged, owners = engine.merge_groups(leveled.records, leveled.groups)
+    merged, owners = engine.merge_groups(leveled.records, leveled.groups, passthrough=False)
     count = leveled.group_count
     has_level0 = np.zeros(count, dtype=bool)
     has_level0[leveled.groups[leveled.levels == 0]] = True

@@ -148,10 +148,18 @@ class MergeEngine(ABC):
         """
         return self.merge_groups(records, groups)[0]
 
-    def merge_groups(self, records: pa.Table, groups: Indices) -> tuple[pa.Table, Indices]:
-        """As :meth:`merge`, with the group id of each result row (a group may have none)."""
+    def merge_groups(
+        self, records: pa.Table, groups: Indices, passthrough: bool = True
+    ) -> tuple[pa.Table, Indices]:
+        """As :meth:`merge`, with the group id of each result row (a group may have none).
+
+        ``passthrough=False`` merges single records too, as Java's lookup changelog wrappers do (a lone
+        ``-D`` of an aggregation table becomes an aggregated ``+I``).
+        """
         if records.num_rows == 0:
             return records, groups
+        if not passthrough:
+            return self._merge(records, groups)
         counts = np.bincount(groups)
         single = counts[groups] == 1
         if single.all():

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from paimon_core import options as opts
 from paimon_core.errors import SchemaError
@@ -57,6 +58,7 @@ __all__ = ["KeyValueTableWrite", "MergeTreeCompactTask", "MergeTreeWriter", "nee
 logger = logging.getLogger(__name__)
 
 _FILE_SOURCE_COMPACT = 1
+_RETRACT_KINDS = pa.array([1, 3], pa.int8())  # -U, -D
 _DECODED_PER_STORED_BYTE = 4  # a guess at how much larger rows are in memory than in Parquet
 
 
@@ -272,7 +274,7 @@ class MergeTreeWriter:
                 leveled, reader.engine, self.levels.max_level, self.deduplicate_changelog, values
             )
         if self.first_row:
-            merged, owners = reader.engine.merge_groups(leveled.records, leveled.groups)
+            merged, owners = reader.engine.merge_groups(leveled.records, leveled.groups, passthrough=False)
             has_high = np.zeros(leveled.group_count, dtype=bool)
             has_high[leveled.groups[leveled.levels > 0]] = True
             kept = self._not_above(merged, split, output) | has_high[owners]
@@ -433,6 +435,7 @@ class KeyValueTableWrite(TableWrite):
         self._compact = not table.options.get_option(opts.WRITE_ONLY)
         self._full_compaction = full_compaction
         self._rowkind_field = table.options.get_option(opts.ROWKIND_FIELD)
+        self._ignore_delete = table.options.get_option(opts.IGNORE_DELETE)
         self._commits = 0
         self._assigner = DynamicBucketAssigner(table, fresh=overwrite) if table.bucket == -1 else None
 
@@ -450,7 +453,13 @@ class KeyValueTableWrite(TableWrite):
                 continue
             batch = conform_batch(batch, self._arrow_schema)
             for key, part in self._split(batch):
-                self._tree_for(*key).write(part, self._kinds(part, kind))
+                kinds = self._kinds(part, kind)
+                if self._ignore_delete:  # dropped before anything sees them, as Java's TableWriteImpl does
+                    adds = pc.invert(pc.is_in(kinds, value_set=_RETRACT_KINDS))
+                    part, kinds = part.filter(adds), kinds.filter(adds)
+                    if part.num_rows == 0:
+                        continue
+                self._tree_for(*key).write(part, kinds)
             self._bound_memory()
 
     def delete(self, keys: Any) -> None:
