@@ -2,6 +2,7 @@
 
 from paimon_core.table._commit import TableCommit
 from paimon_core.table._convert import conform_batch
+from paimon_core.table._follow import TableStream
 from paimon_core.table._hooks import TableHooks, default_hooks, set_default_hooks
 from paimon_core.table._messages import CommitMessage
 from paimon_core.table._read import TableRead
@@ -20,7 +21,6 @@ from paimon_core.table._stream import (
     plan_batch,
     resolve_batch_scan,
 )
-from paimon_core.table._follow import TableStream
 from paimon_core.table._system import DATA_VIEWS, SYSTEM_TABLES, SystemTable, split_system_name
 from paimon_core.table._table import Table, open_table
 from paimon_core.table._views import AuditLogTable, DataView, ReadOptimizedTable, data_view
