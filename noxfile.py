@@ -241,6 +241,13 @@ def bench_pk(session: nox.Session) -> None:
 
 
 @nox.session
+def bench_changelog(session: nox.Session) -> None:
+    """Changelog production cost per commit for each producer (``benchmarks/changelog_bench.py``)."""
+    session.install("-e", "packages/core")
+    session.run("python", "benchmarks/changelog_bench.py", *session.posargs)
+
+
+@nox.session
 def bench_spark(session: nox.Session) -> None:
     """``benchmarks/spark_bench.py``: 5M rows written and read through ``paimon`` vs Spark's own Parquet."""
     session.install("-e", "packages/core", "-e", "packages/spark", *BY_DIR["spark"].test_extras)
