@@ -92,6 +92,20 @@ class CorruptMetadataError(PaimonError):
         self.path = path
 
 
+class CorruptDeletionVectorError(CorruptMetadataError):
+    """A deletion vector cannot be decoded: wrong magic number, checksum mismatch, truncated or malformed
+    bitmap, or a size that disagrees with the index manifest's range.
+
+    Attributes:
+        path: the deletion-vector index file, when known.
+        data_file: the data file the deletion vector belongs to, when known.
+    """
+
+    def __init__(self, message: str, path: str | None = None, data_file: str | None = None) -> None:
+        super().__init__(message, path)
+        self.data_file = data_file
+
+
 class SnapshotNotFoundError(PaimonError, LookupError):
     def __init__(self, snapshot_id: int | None, message: str | None = None) -> None:
         super().__init__(message or f"snapshot {snapshot_id} does not exist")

@@ -840,9 +840,8 @@ DELETION_VECTORS_ENABLED: Option[bool] = _declare(
         "deletion-vectors.enabled",
         parse_bool,
         False,
-        "Deletion vectors (not supported for writing here).",
-        check=lambda v: v is False,
-        check_doc="deletion vectors are not supported by this implementation",
+        "Deletion vectors: applied when reading (tables Java Paimon wrote); writing them is not supported "
+        "yet, so tables with them are read-only here.",
     )
 )
 ROW_TRACKING_ENABLED: Option[bool] = _declare(

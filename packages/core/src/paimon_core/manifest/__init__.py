@@ -40,7 +40,9 @@ from paimon_core.manifest._files import (
     write_manifests,
 )
 from paimon_core.manifest._index import (
+    DELETION_VECTORS_INDEX,
     HASH_INDEX,
+    DeletionVectorRange,
     IndexFileMeta,
     IndexManifestEntry,
     combine_index_entries,
@@ -50,11 +52,13 @@ from paimon_core.manifest._index import (
 from paimon_core.manifest._merge import merge_manifests
 
 __all__ = [
+    "DELETION_VECTORS_INDEX",
     "EMPTY_ROW_BYTES",
     "HASH_INDEX",
     "MANIFEST_ENTRY_SCHEMA",
     "MANIFEST_FILE_META_SCHEMA",
     "DataFileMeta",
+    "DeletionVectorRange",
     "DuplicateFileError",
     "FileIdentifier",
     "FileKind",

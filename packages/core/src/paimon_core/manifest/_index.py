@@ -4,6 +4,12 @@ A snapshot's ``indexManifest`` names one file holding the *full* set of live ind
 ADD. A commit that changes index files writes a new one: the previous entries combined with the changes,
 where a new file of a (partition, bucket, index type) replaces the old one, as Java's bucketed combiner
 does. Entries carry ``_VERSION`` 1; the field names are those of Java 0.9 and 1.x alike.
+
+A deletion-vector file's entry lists where each data file's deletion vector sits in it, in
+``_DELETIONS_VECTORS_RANGES`` (sic): elements ``f0`` (data file name), ``f1`` (offset), ``f2`` (length) and,
+since Java 1.0, ``_CARDINALITY``. Java 0.9 writes the same field name with the first three elements only, and
+reads ours by field name, skipping ``_CARDINALITY`` (checked against Java 0.9 in tests/java_interop). Java 0.9
+spells its commit-message schema ``_DELETION_VECTORS_RANGES``; a manifest carrying that name is read too.
 """
 
 from __future__ import annotations
@@ -15,13 +21,15 @@ from typing import Any
 import fastavro
 
 from paimon_core.errors import CorruptMetadataError
-from paimon_core.manifest._avro import _NAMESPACE_RECORD, _check_version, _opt, _read_ocf
+from paimon_core.manifest._avro import _NAMESPACE_RECORD, _check_version, _nullable, _opt, _read_ocf
 from paimon_core.manifest._entry import FileKind
 from paimon_core.manifest._files import read_metadata_file, write_avro_file
 from paimon_core.storage import StorageBackend
 
 __all__ = [
+    "DELETION_VECTORS_INDEX",
     "HASH_INDEX",
+    "DeletionVectorRange",
     "IndexFileMeta",
     "IndexManifestEntry",
     "combine_index_entries",
@@ -31,8 +39,12 @@ __all__ = [
 
 #: ``_INDEX_TYPE`` of the dynamic-bucket hash index.
 HASH_INDEX = "HASH"
+#: ``_INDEX_TYPE`` of a deletion-vector index file.
+DELETION_VECTORS_INDEX = "DELETION_VECTORS"
 _INDEX_ENTRY_VERSION = 1
 
+_RANGES_FIELD = "_DELETIONS_VECTORS_RANGES"
+_RANGES_FIELD_ALIAS = "_DELETION_VECTORS_RANGES"  # Java 0.9's IndexFileMeta.SCHEMA (commit messages)
 _RANGE_SCHEMA: dict[str, Any] = {
     "type": "record",
     "name": "record__DELETIONS_VECTORS_RANGES",
@@ -56,11 +68,30 @@ INDEX_MANIFEST_ENTRY_SCHEMA: dict[str, Any] = {
         {"name": "_FILE_NAME", "type": "string"},
         {"name": "_FILE_SIZE", "type": "long"},
         {"name": "_ROW_COUNT", "type": "long"},
-        _opt("_DELETIONS_VECTORS_RANGES", {"type": "array", "items": _RANGE_SCHEMA}),
+        # Java declares the elements nullable, as it does every nested row.
+        _opt(_RANGES_FIELD, {"type": "array", "items": _nullable(_RANGE_SCHEMA)}),
         _opt("_EXTERNAL_PATH", "string"),
     ],
 }
 _PARSED_SCHEMA = fastavro.parse_schema(INDEX_MANIFEST_ENTRY_SCHEMA)
+
+
+@dataclass(frozen=True)
+class DeletionVectorRange:
+    """Where one data file's deletion vector sits in a deletion-vector index file.
+
+    Attributes:
+        data_file: the data file's name.
+        offset: position of the deletion vector's leading size int in the index file.
+        length: for 32-bit bitmaps the size int's value (magic number + bitmap); for 64-bit bitmaps the
+            whole frame (size int + magic number + bitmap + checksum), as Java records them.
+        cardinality: deleted rows; None when the writer did not record it (Java 0.9).
+    """
+
+    data_file: str
+    offset: int
+    length: int
+    cardinality: int | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +104,7 @@ class IndexFileMeta:
         file_size: bytes.
         row_count: hashes in a hash index; deletion vectors in a deletion-vector file.
         external_path: where it lives when not under ``index/`` (written by newer Java only).
+        dv_ranges: a deletion-vector file's deletion vectors, in file order; None for other index types.
     """
 
     index_type: str
@@ -80,6 +112,7 @@ class IndexFileMeta:
     file_size: int
     row_count: int
     external_path: str | None = None
+    dv_ranges: tuple[DeletionVectorRange, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -129,7 +162,7 @@ def write_index_manifest(
             "_FILE_NAME": e.file.file_name,
             "_FILE_SIZE": e.file.file_size,
             "_ROW_COUNT": e.file.row_count,
-            "_DELETIONS_VECTORS_RANGES": None,
+            _RANGES_FIELD: _ranges_to_records(e.file.dv_ranges),
             "_EXTERNAL_PATH": e.file.external_path,
         }
         for e in entries
@@ -159,6 +192,7 @@ def read_index_manifest(storage: StorageBackend, path: str) -> list[IndexManifes
                         file_size=record["_FILE_SIZE"],
                         row_count=record["_ROW_COUNT"],
                         external_path=record.get("_EXTERNAL_PATH"),
+                        dv_ranges=_records_to_ranges(record),
                     ),
                 )
             )
@@ -167,3 +201,25 @@ def read_index_manifest(storage: StorageBackend, path: str) -> list[IndexManifes
                 f"index manifest {path} has a malformed entry: {exc!r}", path
             ) from None
     return entries
+
+
+def _ranges_to_records(ranges: tuple[DeletionVectorRange, ...] | None) -> list[dict[str, Any]] | None:
+    if ranges is None:
+        return None
+    return [
+        {"f0": r.data_file, "f1": r.offset, "f2": r.length, "_CARDINALITY": r.cardinality} for r in ranges
+    ]
+
+
+def _records_to_ranges(record: dict[str, Any]) -> tuple[DeletionVectorRange, ...] | None:
+    raw = record.get(_RANGES_FIELD)
+    if raw is None:
+        raw = record.get(_RANGES_FIELD_ALIAS)
+    if raw is None:
+        return None
+    return tuple(
+        DeletionVectorRange(
+            data_file=r["f0"], offset=r["f1"], length=r["f2"], cardinality=r.get("_CARDINALITY")
+        )
+        for r in raw
+    )

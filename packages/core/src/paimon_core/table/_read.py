@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from paimon_core import options as opts
+from paimon_core.deletionvectors import DeletionVector, read_deletion_vectors
 from paimon_core.errors import DataFileError, PaimonError, SchemaError
-from paimon_core.manifest import DataFileMeta
+from paimon_core.manifest import DELETION_VECTORS_INDEX, DataFileMeta
 from paimon_core.storage import LocalBackend, join_path, local_path
 from paimon_core.table._scan import DataSplit, explain_missing
 
@@ -51,6 +56,7 @@ class TableRead:
             needed |= _expression_columns(row_filter, schema.names)
         self._read_fields = [f for f in table.schema.fields if f.name in needed]
         self._read_schema = pa.schema([schema.field(f.name) for f in self._read_fields])
+        self.deletion_vectors = DeletionVectorCache(table)
 
     def _file_path(self, split: DataSplit, file: DataFileMeta) -> str:
         return file.external_path or join_path(split.bucket_path, file.file_name)
@@ -119,15 +125,20 @@ class TableRead:
         present = [name for name, _ in plan if name is not None]
         with self._open(split, self._file_path(split, file)) as parquet:
             data = parquet.read(columns=present, use_threads=True)
-        return self._conform(data, plan)
+        return self._conform(self.deletion_vectors.apply(split, file, data), plan)
 
     def iter_file_batches(self, split: DataSplit, file: DataFileMeta) -> Iterator[pa.RecordBatch]:
         plan = self._column_plan(file)
         present = [name for name, _ in plan if name is not None]
+        kept = self.deletion_vectors.kept_mask(split, file)
+        offset = 0
         with self._open(split, self._file_path(split, file)) as parquet:
             for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, columns=present):
-                table = self._conform(pa.Table.from_batches([batch]), plan)
-                yield from table.to_batches()
+                data = pa.Table.from_batches([batch])
+                if kept is not None:
+                    data = data.filter(pa.array(kept[offset : offset + batch.num_rows]))
+                offset += batch.num_rows
+                yield from self._conform(data, plan).to_batches()
 
     def to_arrow(self, splits: Sequence[DataSplit]) -> pa.Table:
         work = [(s, f) for s in splits for f in s.files]
@@ -168,6 +179,56 @@ class InsertKinds(TableRead):
 def with_inserts(table: pa.Table) -> pa.Table:
     """``table`` with a ``rowkind`` column of ``+I`` in front."""
     return table.add_column(0, ROW_KIND_FIELD, pa.repeat(pa.scalar("+I"), table.num_rows))
+
+
+class DeletionVectorCache:
+    """The deletion vectors of the files a read meets, loaded once per (snapshot, partition, bucket).
+
+    Deletion vectors hide rows of data files (docs/primary-key-tables.md, "Deletion vectors"); a batch read
+    drops them. Streaming splits (changes) never have any applied, as in Java.
+    """
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self.enabled = table.options.get_option(opts.DELETION_VECTORS_ENABLED)
+        self._vectors: dict[tuple[int, bytes, int], dict[str, DeletionVector]] = {}
+        self._lock = threading.Lock()
+
+    def vectors(self, split: DataSplit) -> dict[str, DeletionVector]:
+        if not self.enabled or split.streaming or split.snapshot_id <= 0:
+            return {}
+        key = (split.snapshot_id, split.partition, split.bucket)
+        with self._lock:
+            found = self._vectors.get(key)
+            if found is None:
+                found = self._load(split)
+                self._vectors[key] = found
+            return found
+
+    def _load(self, split: DataSplit) -> dict[str, DeletionVector]:
+        snapshot = self.table.snapshot_manager.snapshot(split.snapshot_id)
+        vectors: dict[str, DeletionVector] = {}
+        for entry in self.table.index_entries(snapshot):
+            if (
+                entry.file.index_type == DELETION_VECTORS_INDEX
+                and entry.partition == split.partition
+                and entry.bucket == split.bucket
+            ):
+                vectors.update(read_deletion_vectors(self.table, entry.file))
+        return vectors
+
+    def kept_mask(self, split: DataSplit, file: DataFileMeta) -> npt.NDArray[np.bool_] | None:
+        """True for each row of ``file`` no deletion vector hides; None when none hides any."""
+        vector = self.vectors(split).get(file.file_name)
+        if vector is None or vector.is_empty():
+            return None
+        kept: npt.NDArray[np.bool_] = ~vector.deleted_mask(file.row_count)
+        return kept
+
+    def apply(self, split: DataSplit, file: DataFileMeta, data: pa.Table) -> pa.Table:
+        """``data`` (all rows of ``file``, in order) without the rows its deletion vector hides."""
+        kept = self.kept_mask(split, file)
+        return data if kept is None else data.filter(pa.array(kept))
 
 
 def _expression_columns(expression: pc.Expression, names: Sequence[str]) -> set[str]:

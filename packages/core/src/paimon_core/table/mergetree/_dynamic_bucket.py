@@ -14,7 +14,6 @@ to two buckets, so the committer refuses an index file whose predecessor another
 from __future__ import annotations
 
 import random
-import uuid
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,7 +23,7 @@ import pyarrow as pa
 from paimon_core import options as opts
 from paimon_core.bucket import hash_keys
 from paimon_core.errors import CorruptMetadataError, MergeError
-from paimon_core.manifest import HASH_INDEX, IndexFileMeta, IndexManifestEntry
+from paimon_core.manifest import HASH_INDEX, IndexFileMeta, IndexManifestEntry, ManifestNamer
 
 if TYPE_CHECKING:
     from paimon_core.table._table import Table
@@ -148,8 +147,7 @@ class DynamicBucketAssigner:
         self._partitions: dict[bytes, PartitionIndex] = {}
         self._files: dict[tuple[bytes, int], IndexFileMeta] = {}  # the live index file of each bucket
         self._live: dict[bytes, list[IndexManifestEntry]] | None = None
-        self._uuid = str(uuid.uuid4())
-        self._counter = 0
+        self._namer = ManifestNamer()  # index-<uuid>-<n>: one UUID per writer, as Java names index files
 
     def assign(self, partition: bytes, rows: pa.RecordBatch) -> npt.NDArray[np.int32]:
         """The bucket of every row of ``rows`` (all of one partition)."""
@@ -185,8 +183,7 @@ class DynamicBucketAssigner:
         return (new,), (old,) if old is not None else ()
 
     def _write(self, hashes: Hashes) -> IndexFileMeta:
-        name = f"index-{self._uuid}-{self._counter}"
-        self._counter += 1
+        name = self._namer("index")
         data = hashes.astype(_BIG_ENDIAN_INT32).tobytes()
         self.table.storage.write_bytes(self.table.index_path(name), data, overwrite=False)
         return IndexFileMeta(HASH_INDEX, name, len(data), len(hashes))

@@ -84,18 +84,22 @@ class KeyValueTableRead(TableRead):
         self.max_level = table.options.merge_tree_levels() - 1
         # Java's batch reads of first-row tables skip level 0: a key counts once compaction has checked
         # it against the older levels (docs/primary-key-tables.md, "Reading").
-        self.skip_level0 = isinstance(self.engine, FirstRow)
+        # Deletion vectors hide the old rows of updated keys: levels above 0 hold each key once, and level
+        # 0 becomes visible after its (lookup) compaction, as with first-row.
+        self.deletion_vectors_on = self.deletion_vectors.enabled
+        self.skip_level0 = isinstance(self.engine, FirstRow) or self.deletion_vectors_on
         # With the lookup producer, a compaction writes each key's complete value: the newest record above
         # level 0 supersedes older ones (Java wraps the merge function in its LookupMergeFunction).
         producer = table.options.get_option(opts.CHANGELOG_PRODUCER)
-        self.lookup_merge = producer == "lookup" and not self.skip_level0
+        lookup = producer == "lookup" or self.deletion_vectors_on
+        self.lookup_merge = lookup and not isinstance(self.engine, FirstRow)
 
     def read_records(self, split: DataSplit, file: DataFileMeta) -> pa.Table:
         """A data file's records: sequence number, row kind and every column of the current schema."""
         present, wanted = self._record_columns(file)
         with self._open(split, self._file_path(split, file)) as parquet:
             data = parquet.read(columns=wanted, use_threads=True)
-        return self._conform_records(data, present)
+        return self._conform_records(self.deletion_vectors.apply(split, file, data), present)
 
     def iter_run(self, split: DataSplit, run: SortedRun, chunk_bytes: int) -> Iterator[pa.Table]:
         """The records of a sorted run's files, in key order, in chunks of about ``chunk_bytes``."""
@@ -178,6 +182,11 @@ class KeyValueTableRead(TableRead):
     def _read_merged(self, split: DataSplit) -> pa.Table:
         parts = []
         files = [f for f in split.files if f.level > 0] if self.skip_level0 else list(split.files)
+        if self.deletion_vectors_on and not self.keep_delete and all(f.delete_row_count == 0 for f in files):
+            # Java's raw-convertible split: every key once, old rows hidden by the deletion vectors
+            parts = [self.read_file(split, f) for f in files]
+            parts = [with_inserts(p) for p in parts] if self.row_kind else parts
+            return pa.concat_tables(parts) if parts else self.output_schema.empty_table()
         for section in interval_partition(files, self.layout.key_of):
             if not self.keep_delete and _is_raw(section, len(files), self.max_level):
                 for run in section:

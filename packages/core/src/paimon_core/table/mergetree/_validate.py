@@ -55,6 +55,12 @@ def check_primary_key_table(schema: TableSchema) -> None:
             f"the first-row merge engine only supports changelog-producer none or lookup, not {producer}",
             opts.CHANGELOG_PRODUCER.key,
         )
+    if options.get_option(opts.DELETION_VECTORS_ENABLED):
+        raise ConfigError(
+            "deletion-vectors.enabled: writing deletion vectors is not supported yet; tables Java Paimon "
+            "writes with them can be read",
+            opts.DELETION_VECTORS_ENABLED.key,
+        )
     rowkind = options.get_option(opts.ROWKIND_FIELD)
     if rowkind is not None:
         if rowkind not in schema.field_names:
@@ -77,3 +83,8 @@ def check_append_table(schema: TableSchema) -> None:
         raise ConfigError("bucket = -2 (postpone) is only for primary-key tables", "bucket")
     if options.get_option(opts.CHANGELOG_PRODUCER) != "none":
         raise ConfigError("a changelog producer needs a primary key", opts.CHANGELOG_PRODUCER.key)
+    if options.get_option(opts.DELETION_VECTORS_ENABLED):
+        raise ConfigError(
+            "deletion-vectors.enabled: writing deletion vectors is not supported yet",
+            opts.DELETION_VECTORS_ENABLED.key,
+        )

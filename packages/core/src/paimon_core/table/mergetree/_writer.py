@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core import options as opts
-from paimon_core.errors import SchemaError
+from paimon_core.errors import ConfigError, SchemaError
 from paimon_core.manifest import DataFileMeta
 from paimon_core.storage import join_path
 from paimon_core.table._convert import conform_batch, iter_batches
@@ -82,6 +82,12 @@ class MergeTreeWriter:
         compact: bool,
     ) -> None:
         options = table.options
+        if options.get_option(opts.DELETION_VECTORS_ENABLED):
+            raise ConfigError(
+                f"{table.identifier} has deletion-vectors.enabled: writing and compacting tables with deletion "
+                "vectors is not supported yet (reading them is)",
+                opts.DELETION_VECTORS_ENABLED.key,
+            )
         self.table = table
         self.partition = partition
         self.bucket = bucket
