@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import threading
@@ -22,8 +23,9 @@ from paimon_core.compact import (
     compact_table,
     precommit_compact,
 )
-from paimon_core.manifest import FileSource
+from paimon_core.manifest import FileKind, FileSource
 from paimon_core.snapshot import CommitKind
+from paimon_core.table import manifest_metas, read_entries
 
 SCHEMA = pa.schema([pa.field("k", pa.string()), pa.field("id", pa.int64()), pa.field("payload", pa.string())])
 SMALL = {
@@ -335,13 +337,30 @@ def test_bucketed_dedicated_job_full_compaction(catalog: Catalog) -> None:
     assert ids(table) == list(range(400))
 
 
+def delta_adds(table: Any, snapshot: Any) -> list[Any]:
+    """The files a snapshot's delta manifests add."""
+    entries = read_entries(table, manifest_metas(table, snapshot, delta_only=True))
+    return [e for e in entries if e.kind == FileKind.ADD]
+
+
+def on_disk(table: Any) -> set[str]:
+    return {p.name for p in Path(table.path).rglob("data-*.parquet")}
+
+
+def write_tasks(table: Any, tasks: int = 4, rows_each: int = 100) -> list[CommitMessage]:
+    """What ``tasks`` writers (say, Spark tasks) of one commit hand over."""
+    messages: list[CommitMessage] = []
+    for task in range(tasks):
+        writer = table.new_write()
+        writer.write(rows(task * rows_each, rows_each))
+        messages.extend(writer.prepare_commit())
+        writer.close()
+    return messages
+
+
 def test_precommit_compact_merges_small_files_of_one_commit(catalog: Catalog) -> None:
     table = table_of(catalog, **{"precommit-compact": "true", "write-only": "false"})
-    messages: list[CommitMessage] = []
-    for worker in range(4):  # four writers (say, Spark tasks) of one commit
-        writer = table.new_write()
-        writer.write(rows(worker * 100, 100))
-        messages.extend(writer.prepare_commit())
+    messages = write_tasks(table)
     originals = [f.file_name for m in messages for f in m.new_files]
     assert len(originals) == 12
     merged = precommit_compact(table, messages)
@@ -351,17 +370,99 @@ def test_precommit_compact_merges_small_files_of_one_commit(catalog: Catalog) ->
     assert len(entries) == 3  # one file per partition
     assert all(e.file.file_source == FileSource.APPEND for e in entries)
     assert ids(table) == list(range(400))
-    directory = Path(table.path)
-    on_disk = {p.name for p in directory.rglob("data-*.parquet")}
-    assert on_disk == {e.file.file_name for e in entries}  # the originals are gone
+    assert on_disk(table) == {e.file.file_name for e in entries}  # the originals are gone
 
 
-def test_precommit_compact_leaves_bucketed_tables_alone(catalog: Catalog) -> None:
-    table = catalog.create_table("db.b", SCHEMA, options={**SMALL, "bucket": "2", "bucket-key": "id"})
-    writer = table.new_write()
+def test_writers_never_merge_their_own_files_precommit_is_applied_once_per_commit(catalog: Catalog) -> None:
+    table = table_of(catalog, **{"precommit-compact": "true", "write-only": "false"})
+    calls: list[int] = []
+
+    def recording(t: Any, messages: list[CommitMessage]) -> list[CommitMessage]:
+        calls.append(sum(len(m.new_files) for m in messages))
+        return precommit_compact(t, messages)
+
+    table.hooks = dataclasses.replace(table.hooks, precommit=recording)
+    messages = write_tasks(table, tasks=2)
+    assert calls == []  # prepare_commit leaves the merge to whoever gathers the commit's messages
+    assert len({f.file_name for m in messages for f in m.new_files} & on_disk(table)) == 6
+    table.append(rows(1000, 30))
+    assert calls == [3]  # Table.append: once, over its files
+    assert len(delta_adds(table, table.latest_snapshot())) == 3
+
+
+def test_several_table_writes_commit_one_file_per_partition(catalog: Catalog) -> None:
+    # write-only does not switch precommit-compact off: it is not the writers' inline compaction.
+    table = table_of(catalog, **{"precommit-compact": "true"})
+    for commit in range(2):
+        messages = write_tasks(table)
+        for m in messages:
+            assert len(m.new_files) == 1  # each writer: one small file per partition
+        table.new_commit("engine").commit(precommit_compact(table, messages), commit_identifier=commit)
+    snapshots = table.snapshots()
+    assert [s.commit_kind for s in snapshots] == [CommitKind.APPEND, CommitKind.APPEND]
+    for snapshot in snapshots:
+        added = delta_adds(table, snapshot)
+        assert sorted(e.partition for e in added) == sorted({e.partition for e in added})  # 1 per partition
+        assert len(added) == 3
+    assert ids(table) == sorted([*range(400), *range(400)])
+    assert on_disk(table) == {e.file.file_name for e in table.live_entries()}
+
+
+def test_precommit_compact_is_off_by_default_and_for_other_tables(catalog: Catalog) -> None:
+    plain = table_of(catalog)
+    messages = write_tasks(plain)
+    assert precommit_compact(plain, messages) == messages
+    bucketed = catalog.create_table(
+        "db.b", SCHEMA, options={**SMALL, "bucket": "2", "bucket-key": "id", "precommit-compact": "true"}
+    )
+    writer = bucketed.new_write()
     writer.write(rows(0, 100))
     messages = writer.prepare_commit()
-    assert precommit_compact(table, messages) == messages
+    assert precommit_compact(bucketed, messages) == messages
+
+
+def test_precommit_compact_groups_honour_target_size_and_max_file_num(catalog: Catalog) -> None:
+    table = table_of(catalog, **{"precommit-compact": "true"})
+    messages = write_tasks(table, tasks=6, rows_each=30)
+    merged = precommit_compact(table, messages)
+    assert len([f for m in merged for f in m.new_files]) == 3
+    capped = table_of(catalog, "db.capped", **{"precommit-compact": "true", "compaction.max.file-num": "2"})
+    merged = precommit_compact(capped, write_tasks(capped, tasks=6, rows_each=30))
+    # six files per partition, at most two per rewrite: three outputs per partition
+    assert len([f for m in merged for f in m.new_files]) == 9
+    capped.new_commit().commit(merged)
+    assert sorted(capped.to_arrow(columns=["id"]).column("id").to_pylist()) == list(range(180))
+    # a file above the small-file size (target x compaction.small-file-ratio) is left as it is
+    big = table_of(catalog, "db.big", **{"precommit-compact": "true", "target-file-size": "8 kb"})
+    messages = write_tasks(big, tasks=2, rows_each=300)
+    sizes = {f.file_name: f.file_size for m in messages for f in m.new_files}
+    assert all(size > 0.7 * 8192 for size in sizes.values())
+    assert precommit_compact(big, messages) == messages
+
+
+def test_a_failed_precommit_rewrite_leaves_the_given_messages_valid(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = table_of(catalog, **{"precommit-compact": "true"})
+    messages = write_tasks(table)
+    before = on_disk(table)
+    from paimon_core.compact import _inline
+
+    real = _inline.rewrite_files
+    done: list[int] = []
+
+    def failing_second(*args: Any, **kwargs: Any) -> Any:
+        if done:
+            raise OSError("disk full")
+        done.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_inline, "rewrite_files", failing_second)
+    with pytest.raises(OSError, match="disk full"):
+        precommit_compact(table, messages)
+    assert on_disk(table) == before  # the first partition's output is gone, every original is there
+    table.new_commit().commit(messages)
+    assert ids(table) == list(range(400))
 
 
 # --- API shape for engines ---------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
 from paimon_core import Catalog
 from paimon_core.compact import (
@@ -14,9 +15,12 @@ from paimon_core.compact import (
     CompactCoordinator,
     CoordinatorOptions,
     TableCoordinator,
+    compact_table,
     pick_full_compaction,
 )
+from paimon_core.errors import ConfigError
 from paimon_core.manifest import DataFileMeta, SimpleStats
+from paimon_core.snapshot import CommitKind
 
 EMPTY = bytes(12)
 P1 = b"p1"
@@ -190,10 +194,10 @@ def test_full_compaction_skips_leading_big_files_and_needs_more_small_than_big()
 # --- the coordinator on a table ------------------------------------------------------------------------
 
 
-def _table(catalog: Catalog, **options: str) -> Any:
+def _table(catalog: Catalog, name: str = "db.t", **options: str) -> Any:
     schema = pa.schema([pa.field("k", pa.string()), pa.field("v", pa.int64())])
     base = {"write-only": "true", "target-file-size": "1 mb", "source.split.open-file-cost": "1 b"}
-    return catalog.create_table("db.t", schema, partition_keys=["k"], options={**base, **options})
+    return catalog.create_table(name, schema, partition_keys=["k"], options={**base, **options})
 
 
 def _append(table: Any, key: str, n: int = 1) -> None:
@@ -238,3 +242,62 @@ def test_table_coordinator_honours_file_num_limit(catalog: Catalog) -> None:
     tc.plan()  # 3 files < min file num: nothing, still pending
     tc.scan()
     assert tc.coordinator.pending_count() == 3  # the limit holds; the rest waits in the backlog
+
+
+# --- compaction.max.file-num (Paimon 0.9/1.0) and the other append compaction options ------------------
+
+
+def test_max_file_num_emits_bins_of_that_many_files_below_the_target() -> None:
+    files = [meta(f"f{i}", 1) for i in range(7)]
+    uncapped = coordinator(target=100, open_cost=0, min_files=5)
+    uncapped.add_files(P1, files)
+    assert names(uncapped.plan()) == [[f"f{i}" for i in range(7)]]  # the remainder: 7 ≥ min files
+    capped = CompactCoordinator(CoordinatorOptions(100, 0.7, 0, 5, 100_000, max_file_num=3))
+    capped.add_files(P1, files)
+    assert names(capped.plan()) == [["f0", "f1", "f2"], ["f3", "f4", "f5"]]
+    assert [f.file_name for f in capped.pending()[P1]] == ["f6"]
+    fewer = CompactCoordinator(CoordinatorOptions(100, 0.7, 0, 5, 100_000, max_file_num=3))
+    fewer.add_files(P1, files[:3])  # below min file num, yet three small files are enough
+    assert names(fewer.plan()) == [["f0", "f1", "f2"]]
+
+
+def test_max_file_num_lowers_the_bucket_window() -> None:
+    files = [meta(f"f{i}", 10, seq=i) for i in range(2)]
+    assert BucketCompactManager(5, 100, list(files)).pick_compact_before() is None
+    picked = BucketCompactManager(5, 100, list(files), max_file_num=2).pick_compact_before()
+    assert picked is not None and [f.file_name for f in picked] == ["f0", "f1"]
+    # a window of one file is never a compaction, whatever the option says
+    assert BucketCompactManager(5, 100, list(files[:1]), max_file_num=1).pick_compact_before() is None
+
+
+def test_compaction_options_are_read_from_the_table(catalog: Catalog) -> None:
+    table = _table(catalog, **{"compaction.early-max.file-num": "4", "compaction.min.file-num": "7"})
+    options = CoordinatorOptions.of(table)
+    assert (options.max_file_num, options.min_file_num) == (4, 7)  # the 0.9 fallback key works
+    table = _table(
+        catalog, name="db.u", **{"compaction.max.file-num": "9", "compaction.delete-ratio-threshold": "0.5"}
+    )
+    assert CoordinatorOptions.of(table).max_file_num == 9
+    with pytest.raises(ConfigError, match=r"compaction\.max\.file-num"):
+        _table(catalog, name="db.bad", **{"compaction.max.file-num": "0"})
+
+
+def test_max_file_num_changes_what_the_compaction_job_rewrites(catalog: Catalog) -> None:
+    for name, extra, tasks in (("db.plain", {}, 1), ("db.capped", {"compaction.max.file-num": "2"}, 3)):
+        table = _table(catalog, name=name, **extra)
+        _append(table, "a", 6)
+        summary = compact_table(table, progress=False)
+        assert summary.tasks == tasks and summary.rewritten_files == 6
+        assert len(table.live_entries()) == tasks
+
+
+def test_max_file_num_triggers_inline_compaction_of_a_bucket_earlier(catalog: Catalog) -> None:
+    schema = pa.schema([("k", pa.string()), ("v", pa.int64())])
+    base = {"bucket": "1", "bucket-key": "v", "target-file-size": "1 mb", "compaction.min.file-num": "5"}
+    for name, extra in (("db.b5", {}), ("db.b2", {"compaction.max.file-num": "2"})):
+        table = catalog.create_table(name, schema, options={**base, **extra})
+        for i in range(2):
+            table.append(pa.table({"k": ["a"], "v": [i]}))
+        compacts = [s for s in table.snapshots() if s.commit_kind == CommitKind.COMPACT]
+        assert len(compacts) == (1 if extra else 0)
+        assert len(table.live_entries()) == (1 if extra else 2)

@@ -31,6 +31,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from paimon_core import options as opts
 from paimon_core.catalog import split_identifier
+from paimon_core.compact import precommit_compact
 from paimon_core.errors import ConfigError, PaimonError
 from paimon_core.table import CommitMessage, DataSplit, Table
 from paimon_spark._compact import parse_options
@@ -211,6 +212,7 @@ def _merge(
     ]
     deleted = _deleted_messages(table, base_id, touched)
     try:
+        written = precommit_compact(table, written)  # once over all the tasks' files (precommit-compact)
         created = table.new_commit().commit([*written, *deleted])
     except BaseException:
         _abort(config, written)  # keeps the files if an unknown outcome turns out to be a commit

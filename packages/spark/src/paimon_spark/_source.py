@@ -5,18 +5,21 @@ the driver side, ``read``/``write`` on executors, the writers' ``commit``/``abor
 Nothing is shared but what is pickled: each side re-opens the table from a :class:`SourceConfig`.
 
 Writes: each task writes Parquet files with a :class:`paimon_core.TableWrite` and returns picklable commit
-messages; the driver commits once. A failed task deletes its files; an aborted job deletes the files of
-its finished tasks (unless a commit of them is found, after an unknown commit outcome).
+messages; the driver commits once. With ``precommit-compact = true`` the driver first merges the small files
+of all the tasks (:func:`paimon_core.compact.precommit_compact`; tasks never do). A failed task deletes its
+files; an aborted job deletes the files of its finished tasks (unless a commit of them is found, after an
+unknown commit outcome), and a failed commit deletes the merged files the same way.
 
 Streaming: offsets are :class:`paimon_core.StreamPosition` dicts (snapshot id, full read or delta, files
 done). The sink commits with the streaming query id as commit user and the batch id as commit identifier,
-so a batch replayed after a crash is recognised and never committed twice.
+so a batch replayed after a crash is recognised and never committed twice (nor merged again: the check
+comes before ``precommit-compact``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -41,6 +44,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from paimon_core.compact import precommit_compact
 from paimon_core.errors import SchemaError, TableNotFoundError
 from paimon_core.schema import SchemaManager
 from paimon_core.schema_change import SchemaChange, apply_changes, widening_refusal
@@ -174,6 +178,30 @@ def _abort(config: SourceConfig, messages: list[CommitMessage]) -> None:
     table.new_commit().abort(messages)
 
 
+def _commit_all(
+    config: SourceConfig,
+    table: Table,
+    messages: list[CommitMessage],
+    commit: Callable[[list[CommitMessage]], Any],
+) -> None:
+    """Commit the messages of all the tasks of one write, ``precommit-compact`` applied once over them.
+
+    The merge replaces (and deletes) small task files, so Spark's ``abort`` with the tasks' messages no
+    longer reaches the merged files: a failed commit deletes them here, unless they turn out committed.
+    """
+    merged = precommit_compact(table, messages)
+    try:
+        commit(merged)
+    except BaseException:
+        if merged != messages:
+            try:
+                _abort(config, merged)
+            except Exception:  # the commit's own error matters more; leftovers are orphans
+                logger.warning("could not clean up the merged files of a failed commit to %s",
+                               table.identifier, exc_info=True)  # fmt: skip
+        raise
+
+
 def _ensure_table(config: SourceConfig, schema: StructType) -> Table:
     """Open the table, or create it from the DataFrame's schema (identifier form only)."""
     try:
@@ -251,11 +279,13 @@ class PaimonBatchWriter(DataSourceArrowWriter):
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         table = self.config.open_table()
         committer = table.new_commit()
-        flat = _flatten(messages)
         if self.overwrite:
-            committer.overwrite(flat, dynamic=self.config.dynamic_overwrite)
+            dynamic = self.config.dynamic_overwrite
+            _commit_all(
+                self.config, table, _flatten(messages), lambda m: committer.overwrite(m, dynamic=dynamic)
+            )
         else:
-            committer.commit(flat)
+            _commit_all(self.config, table, _flatten(messages), committer.commit)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         _abort(self.config, _flatten(messages))
@@ -292,9 +322,15 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
             committer.abort(flat)
             return
         if self.overwrite:
-            committer.overwrite(flat, dynamic=self.config.dynamic_overwrite, commit_identifier=batchId)
+            dynamic = self.config.dynamic_overwrite
+            _commit_all(
+                self.config,
+                table,
+                flat,
+                lambda m: committer.overwrite(m, dynamic=dynamic, commit_identifier=batchId),
+            )
         else:
-            committer.commit(flat, batchId)
+            _commit_all(self.config, table, flat, lambda m: committer.commit(m, batchId))
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         _abort(self.config, _flatten(messages))

@@ -9,6 +9,9 @@ Python API::
     compact_table(table, mode="streaming", stop=event)     # until event.set()
     compact_database(catalog, including_tables="db\\\\.events_.*", mode="combined")
 
+Engines that gather the messages of many writers into one commit pass them through
+:func:`precommit_compact` first (a no-op unless ``precommit-compact = true``), then commit what it returns.
+
 Engines plug in their own task runner: plan with :class:`CompactJob` (or :class:`TableCoordinator`), run the
 picklable tasks anywhere (:func:`run_task`), commit the returned messages with :meth:`CompactJob.commit`.
 """
@@ -28,7 +31,12 @@ from paimon_core.compact._coordinator import (
     pack,
 )
 from paimon_core.compact._database import DATABASE_MODES, compact_database, select_tables
-from paimon_core.compact._inline import InlineCompactor, inline_compaction_enabled, precommit_compact
+from paimon_core.compact._inline import (
+    InlineCompactor,
+    inline_compaction_enabled,
+    precommit_compact,
+    precommit_enabled,
+)
 from paimon_core.compact._job import MODES, CompactJob, CompactSummary, Progress, compact_table
 from paimon_core.compact._partitions import PartitionFilter, parse_partition_specs
 from paimon_core.compact._runner import CompactionTask, LocalRunner, TaskRunner, delete_outputs, run_task
@@ -65,6 +73,7 @@ __all__ = [
     "parse_partition_specs",
     "pick_full_compaction",
     "precommit_compact",
+    "precommit_enabled",
     "rewrite_files",
     "run_task",
     "select_tables",

@@ -1,10 +1,11 @@
 """Compaction of bucketed append tables (``bucket = N``): one sliding window per (partition, bucket).
 
 Spec §6.1. The files of a bucket queue up by minimum sequence number. A window slides over the queue: once it
-holds ``compaction.min.file-num`` files they are compacted; if it reaches twice the target size first, its
-oldest file drops out (a big file never joins a compaction of small ones). Outputs keep the sequence order,
-so the bucket's read order is kept. A full compaction (the dedicated batch job) drops the leading files that
-already have the target size and rewrites the rest when small files outnumber big ones.
+holds ``compaction.min.file-num`` files (or ``compaction.max.file-num``, when that is set and smaller: Paimon
+0.9/1.0's cap) they are compacted; if it reaches twice the target size first, its oldest file drops out (a
+big file never joins a compaction of small ones). Outputs keep the sequence order, so the bucket's read order
+is kept. A full compaction (the dedicated batch job) drops the leading files that already have the target
+size and rewrites the rest when small files outnumber big ones.
 """
 
 from __future__ import annotations
@@ -62,14 +63,24 @@ class BucketCompactManager:
         min_file_num: ``compaction.min.file-num``.
         target_size: ``target-file-size``.
         queue: the files waiting, restored from the bucket's live files and fed with new ones.
+        max_file_num: ``compaction.max.file-num``: a window of this many files is compacted too (at least
+            two files: rewriting one file alone gains nothing).
     """
 
     min_file_num: int
     target_size: int
     queue: list[DataFileMeta] = field(default_factory=list)
+    max_file_num: int | None = None
 
     def __post_init__(self) -> None:
         self.queue = _by_sequence(self.queue)
+
+    @property
+    def trigger(self) -> int:
+        """The window size that triggers a compaction."""
+        if self.max_file_num is None:
+            return self.min_file_num
+        return min(self.min_file_num, max(self.max_file_num, 2))
 
     def add_new_file(self, file: DataFileMeta) -> None:
         self.queue.append(file)
@@ -83,10 +94,11 @@ class BucketCompactManager:
         """
         window: list[DataFileMeta] = []
         total = 0
+        trigger = self.trigger
         for index, file in enumerate(self.queue):
             window.append(file)
             total += file.file_size
-            if len(window) >= self.min_file_num:
+            if len(window) >= trigger:
                 self.queue = self.queue[index + 1 :]
                 return window
             if total >= 2 * self.target_size:
@@ -111,6 +123,7 @@ class InlineBucketCompaction:
     def __init__(self, table: Table) -> None:
         self.table = table
         self._min_file_num = table.options.get_option(opts.COMPACTION_MIN_FILE_NUM)
+        self._max_file_num = table.options.get_option(opts.COMPACTION_MAX_FILE_NUM)
         self._target = table.options.target_file_size(bool(table.schema.primary_keys))
         self._managers: dict[tuple[bytes, int], BucketCompactManager] = {}
         self._restored: dict[tuple[bytes, int], list[DataFileMeta]] | None = None
@@ -129,7 +142,9 @@ class InlineBucketCompaction:
                 for entry in self.table.live_entries():
                     self._restored.setdefault((entry.partition, entry.bucket), []).append(entry.file)
             restored = self._restored.pop(key, [])
-            manager = BucketCompactManager(self._min_file_num, self._target, list(restored))
+            manager = BucketCompactManager(
+                self._min_file_num, self._target, list(restored), max_file_num=self._max_file_num
+            )
             self._managers[key] = manager
         return manager
 

@@ -6,7 +6,8 @@ first scan (and after :meth:`TableCoordinator.restart`), then the delta of every
 (COMPACT ones included, so compaction outputs that are still small come back as candidates).
 
 Planning per partition: candidates sorted by size ascending go into a bin, each counting ``size + open
-cost``; the bin is emitted as a task when it holds more than one file and at least twice the target size.
+cost``; the bin is emitted as a task when it holds more than one file and at least twice the target size,
+or (with ``compaction.max.file-num`` set, as Paimon 0.9/1.0 had it) that many files, whatever their size.
 What is left is emitted when it holds at least ``compaction.min.file-num`` files. A partition that emitted
 nothing ages by one; past age 5 with more than one file pending, everything pending is emitted as one task.
 A partition with nothing pending or older than 10 is forgotten; a restarted coordinator (a full scan)
@@ -52,6 +53,7 @@ class CoordinatorOptions:
     open_file_cost: int = 4 << 20
     min_file_num: int = 5
     file_num_limit: int = 100_000
+    max_file_num: int | None = None
 
     @property
     def small_file_size(self) -> int:
@@ -67,6 +69,7 @@ class CoordinatorOptions:
             open_file_cost=options.get_option(opts.SOURCE_SPLIT_OPEN_FILE_COST),
             min_file_num=options.get_option(opts.COMPACTION_MIN_FILE_NUM),
             file_num_limit=options.get_option(opts.COMPACTION_FILE_NUM_LIMIT),
+            max_file_num=options.get_option(opts.COMPACTION_MAX_FILE_NUM),
         )
 
 
@@ -81,10 +84,12 @@ def pack(files: Iterable[DataFileMeta], options: CoordinatorOptions) -> list[lis
     bins: list[list[DataFileMeta]] = []
     current: list[DataFileMeta] = []
     weight = 0
+    most = options.max_file_num
     for file in sorted(files, key=lambda f: (f.file_size, f.file_name)):
         current.append(file)
         weight += file.file_size + options.open_file_cost
-        if len(current) > 1 and weight >= 2 * options.target_file_size:
+        full = most is not None and len(current) >= most
+        if len(current) > 1 and (full or weight >= 2 * options.target_file_size):
             bins.append(current)
             current, weight = [], 0
     if len(current) >= options.min_file_num:

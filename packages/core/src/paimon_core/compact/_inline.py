@@ -5,17 +5,20 @@
 * Unaware-bucket tables run the coordinator after each commit of a :class:`~paimon_core.table.Table`
   handle (:meth:`Table.append`): :class:`InlineCompactor` keeps the coordinator across commits, reading only
   new snapshots, like the coordinator inside Paimon's Flink write job.
-* ``precommit-compact`` merges one commit's small new files before they are committed
-  (:func:`precommit_compact`); engines with many writers call it on the messages of all writers.
+* ``precommit-compact`` merges the small new files of one commit before it lands
+  (:func:`precommit_compact`), once over the messages of all the commit's writers: ``Table.append`` and
+  the Spark sink's driver call it; writers never do.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from paimon_core import options as opts
+from paimon_core.compact._coordinator import CoordinatorOptions
 from paimon_core.compact._job import CompactJob, Progress
 from paimon_core.compact._runner import LocalRunner, delete_outputs
 from paimon_core.compact._task import rewrite_files
@@ -25,7 +28,7 @@ from paimon_core.table import CommitMessage
 if TYPE_CHECKING:
     from paimon_core.table import Table
 
-__all__ = ["InlineCompactor", "inline_compaction_enabled", "precommit_compact"]
+__all__ = ["InlineCompactor", "inline_compaction_enabled", "precommit_compact", "precommit_enabled"]
 
 logger = logging.getLogger(__name__)
 
@@ -69,65 +72,80 @@ class InlineCompactor:
         return created
 
 
-def _bins(files: Sequence[DataFileMeta], target: int) -> list[list[DataFileMeta]]:
-    bins: list[list[DataFileMeta]] = []
+def precommit_enabled(table: Table) -> bool:
+    """Whether :func:`precommit_compact` rewrites anything for this table."""
+    return (
+        table.bucket == -1
+        and not table.schema.primary_keys
+        and table.options.get_option(opts.PRECOMMIT_COMPACT)
+    )
+
+
+def _groups(files: Sequence[DataFileMeta], options: CoordinatorOptions) -> list[list[DataFileMeta]]:
+    """Cut files, in commit order, into groups that reach the target size or ``compaction.max.file-num``."""
+    groups: list[list[DataFileMeta]] = []
     current: list[DataFileMeta] = []
     size = 0
+    most = options.max_file_num
     for file in files:
         current.append(file)
         size += file.file_size
-        if size >= target:
-            bins.append(current)
+        if size >= options.target_file_size or (most is not None and len(current) >= max(most, 2)):
+            groups.append(current)
             current, size = [], 0
     if current:
-        bins.append(current)
-    return bins
+        groups.append(current)
+    return [g for g in groups if len(g) > 1]  # a lone file is committed as it is
 
 
 def precommit_compact(table: Table, messages: Sequence[CommitMessage]) -> list[CommitMessage]:
-    """Merge the small new files of uncommitted messages, per partition, before they are committed.
+    """Paimon's ``precommit-compact``: merge the small new files of one commit before the commit lands.
 
-    Paimon's ``precommit-compact``: small files (below ``target-file-size``) of each partition are grouped
-    in commit order until a group reaches the target size, each group of two or more is rewritten, and the
-    originals are deleted (they were never visible). The result is still a plain APPEND. Only unaware-bucket
-    tables are merged (a bucket's writer order must be kept otherwise); other messages pass unchanged.
+    Call it once on the messages of *all* the writers of a commit, just before committing them:
+    :meth:`Table.append <paimon_core.table.Table.append>` and ``overwrite`` do, and so does the Spark sink on
+    the driver. Writers (:meth:`TableWrite.prepare_commit <paimon_core.table.TableWrite.prepare_commit>`)
+    never do, so no file is rewritten twice. It returns the messages unchanged unless the table is an
+    unaware-bucket append table with ``precommit-compact = true`` (``write-only`` does not matter: as in
+    Paimon, this is not the writers' inline compaction).
+
+    Per partition, the new files below the small-file size (``target-file-size`` x
+    ``compaction.small-file-ratio``) are taken in commit order into groups; a group closes when it reaches
+    ``target-file-size`` or holds ``compaction.max.file-num`` files. Each group of two or more files is
+    rewritten into APPEND files of ``target-file-size``. The result is still a plain APPEND.
+
+    Commit (or abort) the returned messages, and retry a commit with them, never with the given ones: once
+    every group is rewritten, the replaced files are deleted (no snapshot ever listed them). When a rewrite
+    fails, what was written is deleted and the given messages stay valid.
     """
-    if table.bucket != -1:
+    if not precommit_enabled(table):
         return list(messages)
-    target = table.options.target_file_size(bool(table.schema.primary_keys))
+    options = CoordinatorOptions.of(table)
     grouped: dict[bytes, list[CommitMessage]] = {}
     for message in messages:
         grouped.setdefault(message.partition, []).append(message)
+    outputs: dict[bytes, list[DataFileMeta]] = {}
+    replaced: dict[bytes, list[DataFileMeta]] = {}
+    try:
+        for partition, group in grouped.items():
+            small = [f for m in group for f in m.new_files if f.file_size < options.small_file_size]
+            for files in _groups(small, options):
+                written = rewrite_files(table, partition, 0, files, FileSource.APPEND)
+                outputs.setdefault(partition, []).extend(written)
+                replaced.setdefault(partition, []).extend(files)
+    except BaseException:
+        delete_outputs(table, [CommitMessage(p, 0, -1, new_files=tuple(f)) for p, f in outputs.items()])
+        raise
+    if not replaced:
+        return list(messages)
+    delete_outputs(table, [CommitMessage(p, 0, -1, new_files=tuple(f)) for p, f in replaced.items()])
+    logger.debug("precommit-compact of %s rewrote %d small files into %d", table.identifier,
+                 sum(map(len, replaced.values())), sum(map(len, outputs.values())))  # fmt: skip
+    gone = {f.file_name for files in replaced.values() for f in files}
     result: list[CommitMessage] = []
     for partition, group in grouped.items():
-        small = [f for m in group for f in m.new_files if f.file_size < target]
-        bins = [b for b in _bins(small, target) if len(b) > 1]
-        if not bins:
-            result.extend(group)
-            continue
-        replaced = {f.file_name for b in bins for f in b}
-        outputs: list[DataFileMeta] = []
-        try:
-            for files in bins:
-                outputs.extend(rewrite_files(table, partition, 0, files, FileSource.APPEND))
-        except BaseException:
-            delete_outputs(table, [CommitMessage(partition, 0, -1, new_files=tuple(outputs))])
-            raise
-        originals = [f for m in group for f in m.new_files if f.file_name in replaced]
-        delete_outputs(table, [CommitMessage(partition, 0, -1, new_files=tuple(originals))])
         for index, message in enumerate(group):
-            kept = tuple(f for f in message.new_files if f.file_name not in replaced)
+            kept = tuple(f for f in message.new_files if f.file_name not in gone)
             if index == 0:
-                kept += tuple(outputs)
-            result.append(
-                CommitMessage(
-                    message.partition,
-                    message.bucket,
-                    message.total_buckets,
-                    new_files=kept,
-                    deleted_files=message.deleted_files,
-                    compact_before=message.compact_before,
-                    compact_after=message.compact_after,
-                )
-            )
+                kept += tuple(outputs.get(partition, ()))
+            result.append(replace(message, new_files=kept))
     return [m for m in result if not m.is_empty()]

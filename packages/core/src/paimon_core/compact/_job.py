@@ -244,6 +244,7 @@ class CompactJob:
         target = options.target_file_size(bool(self.table.schema.primary_keys))
         force = options.get_option(opts.COMPACTION_FORCE_REWRITE_ALL_FILES)
         min_files = options.get_option(opts.COMPACTION_MIN_FILE_NUM)
+        max_files = options.get_option(opts.COMPACTION_MAX_FILE_NUM)
         groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
         for entry in self._live():
             groups.setdefault((entry.partition, entry.bucket), []).append(entry)
@@ -259,7 +260,8 @@ class CompactJob:
                     )
                 continue
             if self.streaming:
-                picked = BucketCompactManager(min_files, target, files).pick_compact_before()
+                manager = BucketCompactManager(min_files, target, files, max_file_num=max_files)
+                picked = manager.pick_compact_before()
             else:
                 picked = pick_full_compaction(files, target, force)
             if picked and (len(picked) > 1 or force):

@@ -46,7 +46,8 @@ class TableHooks:
         after_commit: runs after a commit created snapshots (snapshot expiration); must not raise.
         commit_compactor: builds the compactor a handle runs after its appends (unaware-bucket tables).
         bucket_compaction: builds the per-bucket compaction of a writer (bucketed tables).
-        precommit: rewrites a commit's messages before they are committed (``precommit-compact``).
+        precommit: rewrites the messages of all the writers of one commit before they are committed
+            (``precommit-compact``); :meth:`Table.append` and ``overwrite`` call it, writers never do.
     """
 
     after_commit: Callable[[Table, Sequence[int]], None] | None = None
