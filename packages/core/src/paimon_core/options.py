@@ -295,8 +295,8 @@ COMPACTION_DELETE_RATIO_THRESHOLD: Option[float] = _declare(
         "compaction.delete-ratio-threshold",
         float,
         0.2,
-        "Deleted-row ratio (by deletion vector) that makes a file a candidate; no effect here, where append "
-        "tables have no deletion vectors.",
+        "Deleted-row ratio (by deletion vector) that makes a file a candidate; no effect here: tables with "
+        "deletion vectors are read-only.",
     )
 )
 COMPACTION_FORCE_REWRITE_ALL_FILES: Option[bool] = _declare(
