@@ -72,6 +72,7 @@ class TableStream:
         self.poll_interval = interval if poll_interval is None else poll_interval
         self._stopped = threading.Event()
         self._batches: Iterator[pa.RecordBatch] = iter(())
+        self._recorded: StreamPosition | None = None
 
     def stop(self) -> None:
         """End the stream: iteration stops at the next batch (safe to call from another thread)."""
@@ -87,7 +88,9 @@ class TableStream:
             for batch in self._batches:
                 if batch.num_rows:
                     return batch
-            self.scan.record_progress(self.position)  # everything before it was handed out
+            if self.position != self._recorded:  # everything before it was handed out
+                self.scan.record_progress(self.position)
+                self._recorded = self.position
             if self.until is not None and self.position >= self.until:
                 raise StopIteration
             end = self.scan.advance(self.position)

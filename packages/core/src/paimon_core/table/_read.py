@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 import threading
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from paimon_core import options as opts
 from paimon_core.deletionvectors import DeletionVector, read_deletion_vectors
 from paimon_core.errors import DataFileError, PaimonError, SchemaError
-from paimon_core.manifest import DELETION_VECTORS_INDEX, DataFileMeta
+from paimon_core.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexFileMeta
 from paimon_core.storage import LocalBackend, join_path, local_path
 from paimon_core.table._scan import DataSplit, explain_missing
 
@@ -182,7 +182,8 @@ def with_inserts(table: pa.Table) -> pa.Table:
 
 
 class DeletionVectorCache:
-    """The deletion vectors of the files a read meets, loaded once per (snapshot, partition, bucket).
+    """The deletion vectors of the files a read meets: a snapshot's index manifest is read once, a
+    bucket's deletion-vector files once per (snapshot, partition, bucket).
 
     Deletion vectors hide rows of data files (docs/primary-key-tables.md, "Deletion vectors"); a batch read
     drops them. Streaming splits (changes) never have any applied, as in Java.
@@ -192,6 +193,7 @@ class DeletionVectorCache:
         self.table = table
         self.enabled = table.options.get_option(opts.DELETION_VECTORS_ENABLED)
         self._vectors: dict[tuple[int, bytes, int], dict[str, DeletionVector]] = {}
+        self._index_files: dict[int, dict[tuple[bytes, int], list[IndexFileMeta]]] = {}
         self._lock = threading.Lock()
 
     def vectors(self, split: DataSplit) -> dict[str, DeletionVector]:
@@ -206,15 +208,17 @@ class DeletionVectorCache:
             return found
 
     def _load(self, split: DataSplit) -> dict[str, DeletionVector]:
-        snapshot = self.table.snapshot_manager.snapshot(split.snapshot_id)
+        by_bucket = self._index_files.get(split.snapshot_id)
+        if by_bucket is None:
+            by_bucket = {}
+            snapshot = self.table.snapshot_manager.snapshot(split.snapshot_id)
+            for entry in self.table.index_entries(snapshot):
+                if entry.file.index_type == DELETION_VECTORS_INDEX:
+                    by_bucket.setdefault((entry.partition, entry.bucket), []).append(entry.file)
+            self._index_files[split.snapshot_id] = by_bucket
         vectors: dict[str, DeletionVector] = {}
-        for entry in self.table.index_entries(snapshot):
-            if (
-                entry.file.index_type == DELETION_VECTORS_INDEX
-                and entry.partition == split.partition
-                and entry.bucket == split.bucket
-            ):
-                vectors.update(read_deletion_vectors(self.table, entry.file))
+        for meta in by_bucket.get((split.partition, split.bucket), []):
+            vectors.update(read_deletion_vectors(self.table, meta))
         return vectors
 
     def kept_mask(self, split: DataSplit, file: DataFileMeta) -> npt.NDArray[np.bool_] | None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from paimon_core.errors import ReadOnlyTableError, SchemaError
+from paimon_core.errors import ReadOnlyTableError
 from paimon_core.predicate import FilterLike, parse_filter
 from paimon_core.table._follow import TableStream
 from paimon_core.table._read import ROW_KIND_FIELD, InsertKinds, TableRead
@@ -43,18 +43,21 @@ class DataView:
     def field_names(self) -> list[str]:
         return list(self.arrow_schema.names)
 
-    def _check(self, columns: Sequence[str] | None) -> None:
-        if columns is not None:
-            unknown = [c for c in columns if c not in self.arrow_schema.names]
-            if unknown:
-                raise SchemaError(
-                    f"unknown columns: {', '.join(unknown)}; {self.identifier} has {self.field_names}"
-                )
-
     def _plan(
         self, columns: Sequence[str] | None, filter: FilterLike, time_travel: dict[str, Any]
     ) -> tuple[TableRead, list[DataSplit]]:
+        """The read (which refuses unknown columns) and the splits of the view."""
         raise NotImplementedError
+
+    def _read(
+        self,
+        columns: Sequence[str] | None,
+        filter: FilterLike,
+        time_travel: dict[str, Any],
+    ) -> tuple[TableRead, list[DataSplit], list[str] | None]:
+        read, splits = self._plan(columns, filter, time_travel)
+        wanted = None if columns is None or list(columns) == read.output_schema.names else list(columns)
+        return read, splits, wanted
 
     def to_arrow(
         self,
@@ -66,10 +69,10 @@ class DataView:
         timestamp: TimeTravel = None,
     ) -> pa.Table:
         """Read the view; arguments as for :meth:`Table.to_arrow`."""
-        read, splits = self._plan(
-            columns, filter, {"snapshot_id": snapshot_id, "tag": tag, "timestamp": timestamp}
-        )
-        return read.to_arrow(splits)
+        time_travel = {"snapshot_id": snapshot_id, "tag": tag, "timestamp": timestamp}
+        read, splits, wanted = self._read(columns, filter, time_travel)
+        data = read.to_arrow(splits)
+        return data if wanted is None else data.select(wanted)
 
     def to_batches(
         self,
@@ -80,10 +83,13 @@ class DataView:
         tag: str | None = None,
         timestamp: TimeTravel = None,
     ) -> pa.RecordBatchReader:
-        read, splits = self._plan(
-            columns, filter, {"snapshot_id": snapshot_id, "tag": tag, "timestamp": timestamp}
-        )
-        return read.to_reader(splits)
+        """A streaming reader of the view; arguments as for :meth:`Table.to_arrow`."""
+        time_travel = {"snapshot_id": snapshot_id, "tag": tag, "timestamp": timestamp}
+        read, splits, wanted = self._read(columns, filter, time_travel)
+        if wanted is None:
+            return read.to_reader(splits)
+        schema = pa.schema([read.output_schema.field(name) for name in wanted])
+        return pa.RecordBatchReader.from_batches(schema, (b.select(wanted) for b in read.to_batches(splits)))
 
     def to_pandas(self, columns: Sequence[str] | None = None, filter: FilterLike = None) -> pd.DataFrame:
         frame: pd.DataFrame = self.to_arrow(columns, filter).to_pandas()
@@ -113,18 +119,13 @@ class AuditLogTable(DataView):
     def _plan(
         self, columns: Sequence[str] | None, filter: FilterLike, time_travel: dict[str, Any]
     ) -> tuple[TableRead, list[DataSplit]]:
-        self._check(columns)
         data = self.data
         predicate, expression = parse_filter(filter, self.arrow_schema)
-        value_columns = None if columns is None else [c for c in columns if c != ROW_KIND_FIELD.name]
+        values = _value_columns(columns)
         splits = TableScan(data, predicate=predicate, **time_travel).plan()
         if data.has_primary_key:
-            read: TableRead = KeyValueTableRead(
-                data, value_columns, expression, row_kind=True, keep_delete=True
-            )
-        else:
-            read = InsertKinds(data, value_columns, expression)
-        return _Selected(read, columns), splits
+            return KeyValueTableRead(data, values, expression, row_kind=True, keep_delete=True), splits
+        return InsertKinds(data, values, expression), splits
 
     def stream(
         self,
@@ -136,12 +137,11 @@ class AuditLogTable(DataView):
         until_snapshot: int | None = None,
         poll_interval: float | None = None,
     ) -> TableStream:
-        """Follow the table's changes with their row kinds; arguments as for :meth:`Table.stream`."""
-        self._check(columns)
-        value_columns = None if columns is None else [c for c in columns if c != ROW_KIND_FIELD.name]
+        """Follow the table's changes with their row kinds (``rowkind`` first); arguments as for
+        :meth:`Table.stream`."""
         return TableStream(
             self.data,
-            value_columns,
+            _value_columns(columns),
             filter,
             consumer_id=consumer_id,
             follow=follow,
@@ -159,7 +159,6 @@ class ReadOptimizedTable(DataView):
     def _plan(
         self, columns: Sequence[str] | None, filter: FilterLike, time_travel: dict[str, Any]
     ) -> tuple[TableRead, list[DataSplit]]:
-        self._check(columns)
         data = self.data
         predicate, expression = parse_filter(filter, self.arrow_schema)
         scan = TableScan(data, predicate=predicate, **time_travel)
@@ -178,24 +177,9 @@ def _one_file_per_split(splits: list[DataSplit]) -> list[DataSplit]:
     ]
 
 
-class _Selected(TableRead):
-    """Another read's output with the columns asked for, ``rowkind`` among them, in their order."""
-
-    def __init__(self, inner: TableRead, columns: Sequence[str] | None) -> None:
-        self.inner = inner
-        self.table = inner.table
-        names = inner.output_schema.names if columns is None else list(columns)
-        self.columns = names
-        self.output_schema = pa.schema([inner.output_schema.field(n) for n in names])
-
-    def to_arrow(self, splits: Sequence[DataSplit]) -> pa.Table:
-        return self.inner.to_arrow(splits).select(self.columns)
-
-    def to_batches(self, splits: Sequence[DataSplit]) -> Iterator[pa.RecordBatch]:
-        for batch in self.inner.to_batches(splits):
-            yield pa.RecordBatch.from_arrays(
-                [batch.column(n) for n in self.columns], schema=self.output_schema
-            )
+def _value_columns(columns: Sequence[str] | None) -> list[str] | None:
+    """The table columns among ``columns`` (the read puts ``rowkind`` in front by itself)."""
+    return None if columns is None else [c for c in columns if c != ROW_KIND_FIELD.name]
 
 
 def data_view(data: Table, name: str) -> DataView:

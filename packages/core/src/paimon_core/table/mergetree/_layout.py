@@ -160,3 +160,9 @@ class KeyValueFileStats:
 
 
 _RETRACT_KINDS = pa.array([1, 3], pa.int8())
+_ADD_KINDS = pa.array([0, 2], pa.int8())
+
+
+def is_add(kinds: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Which ``_VALUE_KIND`` values are rows (``+I``/``+U``) rather than retractions (``-U``/``-D``)."""
+    return pc.is_in(kinds, value_set=_ADD_KINDS)

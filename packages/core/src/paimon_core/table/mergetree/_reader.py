@@ -20,7 +20,7 @@ from paimon_core.manifest import DataFileMeta
 from paimon_core.table._read import ROW_KIND_FIELD, TableRead, with_inserts
 from paimon_core.table._scan import DataSplit
 from paimon_core.table.mergetree._changelog import LeveledRecords, drop_superseded
-from paimon_core.table.mergetree._layout import SEQUENCE_NUMBER, VALUE_KIND, KeyValueLayout
+from paimon_core.table.mergetree._layout import SEQUENCE_NUMBER, VALUE_KIND, KeyValueLayout, is_add
 from paimon_core.table.mergetree._levels import SortedRun, interval_partition
 from paimon_core.table.mergetree._merge import FirstRow, MergeEngine, merge_engine, order_records
 
@@ -38,7 +38,6 @@ def row_kind_text(kinds: pa.Array | pa.ChunkedArray) -> pa.Array:
     return taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken
 
 
-_ADD_KINDS = pa.array([0, 2], pa.int8())
 _STREAM_BUFFER = 256 << 10  # a merge reads column chunks through buffers this size, not whole
 _STREAM_ROWS = 1024
 
@@ -53,7 +52,7 @@ def merge_records(
 
 def only_adds(records: pa.Table) -> pa.Table:
     """The records that are rows (``+I``/``+U``); retractions hide older data and are dropped at read."""
-    return records.filter(pc.is_in(records.column(VALUE_KIND), value_set=_ADD_KINDS))
+    return records.filter(is_add(records.column(VALUE_KIND)))
 
 
 class KeyValueTableRead(TableRead):
@@ -145,9 +144,7 @@ class KeyValueTableRead(TableRead):
         """The records of ``files`` in merge order, each with the level of its file."""
         tables = [self.read_records(split, f) for f in files]
         records = pa.concat_tables(tables) if tables else self.layout.records_schema.empty_table()
-        levels = np.repeat(
-            np.array([f.level for f in files], dtype=np.int32), [t.num_rows for t in tables]
-        ).astype(np.int32)
+        levels = np.repeat(np.array([f.level for f in files], dtype=np.int32), [t.num_rows for t in tables])
         return LeveledRecords.order(records, levels, self.layout, self.descending)
 
     def merged(self, split: DataSplit, files: Sequence[DataFileMeta]) -> pa.Table:
@@ -167,14 +164,7 @@ class KeyValueTableRead(TableRead):
         parts = []
         for file in split.files:
             records = self.read_records(split, file)
-            if not self.keep_delete:
-                records = only_adds(records)
-            values = records.drop_columns([SEQUENCE_NUMBER, VALUE_KIND])
-            if self.row_kind:
-                values = values.add_column(0, ROW_KIND_FIELD, row_kind_text(records.column(VALUE_KIND)))
-            if self.row_filter is not None:
-                values = values.filter(self.row_filter)
-            parts.append(values.select(self.output_schema.names))
+            parts.append(self._as_output(records if self.keep_delete else only_adds(records)))
         if not parts:
             return self.output_schema.empty_table()
         return pa.concat_tables(parts).cast(self.output_schema)
@@ -184,23 +174,25 @@ class KeyValueTableRead(TableRead):
         files = [f for f in split.files if f.level > 0] if self.skip_level0 else list(split.files)
         if self.deletion_vectors_on and not self.keep_delete and all(f.delete_row_count == 0 for f in files):
             # Java's raw-convertible split: every key once, old rows hidden by the deletion vectors
-            parts = [self.read_file(split, f) for f in files]
-            parts = [with_inserts(p) for p in parts] if self.row_kind else parts
+            parts = [self._read_raw(split, f) for f in files]
             return pa.concat_tables(parts) if parts else self.output_schema.empty_table()
         for section in interval_partition(files, self.layout.key_of):
             if not self.keep_delete and _is_raw(section, len(files), self.max_level):
-                for run in section:
-                    for file in run.files:
-                        part = self.read_file(split, file)
-                        parts.append(with_inserts(part) if self.row_kind else part)
+                parts += [self._read_raw(split, f) for run in section for f in run.files]
                 continue
             rows = self.merged(split, [f for run in section for f in run.files])
-            parts.append(self._conform_merged(rows if self.keep_delete else only_adds(rows)))
+            parts.append(self._as_output(rows if self.keep_delete else only_adds(rows)))
         if not parts:
             return self.output_schema.empty_table()
         return pa.concat_tables(parts)
 
-    def _conform_merged(self, rows: pa.Table) -> pa.Table:
+    def _read_raw(self, split: DataSplit, file: DataFileMeta) -> pa.Table:
+        """A file that needs no merge, read as plain Parquet (its rows ``+I`` when kinds are asked for)."""
+        data = self.read_file(split, file)
+        return with_inserts(data) if self.row_kind else data
+
+    def _as_output(self, rows: pa.Table) -> pa.Table:
+        """Records (merged, or changes as they are) as output rows: values, their kind when asked for."""
         values = rows.drop_columns([SEQUENCE_NUMBER, VALUE_KIND])
         if self.row_kind:
             values = values.add_column(0, ROW_KIND_FIELD, row_kind_text(rows.column(VALUE_KIND)))

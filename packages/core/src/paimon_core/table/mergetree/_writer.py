@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from paimon_core import options as opts
 from paimon_core.errors import ConfigError, SchemaError
@@ -36,7 +35,7 @@ from paimon_core.table.mergetree._changelog import (
 )
 from paimon_core.table.mergetree._dynamic_bucket import DynamicBucketAssigner
 from paimon_core.table.mergetree._kway import merge_sorted_runs
-from paimon_core.table.mergetree._layout import kinds_of
+from paimon_core.table.mergetree._layout import is_add, kinds_of
 from paimon_core.table.mergetree._levels import (
     CompactUnit,
     Levels,
@@ -46,7 +45,14 @@ from paimon_core.table.mergetree._levels import (
     pick_full_compaction,
     plan_unit,
 )
-from paimon_core.table.mergetree._merge import DELETE, INSERT, Deduplicate, FirstRow, merge_order
+from paimon_core.table.mergetree._merge import (
+    DELETE,
+    INSERT,
+    Deduplicate,
+    FirstRow,
+    Indices,
+    order_records,
+)
 from paimon_core.table.mergetree._reader import KeyValueTableRead, merge_records, only_adds
 from paimon_core.table.mergetree._spill import SpilledRuns
 
@@ -58,7 +64,6 @@ __all__ = ["KeyValueTableWrite", "MergeTreeCompactTask", "MergeTreeWriter", "nee
 logger = logging.getLogger(__name__)
 
 _FILE_SOURCE_COMPACT = 1
-_RETRACT_KINDS = pa.array([1, 3], pa.int8())  # -U, -D
 _DECODED_PER_STORED_BYTE = 4  # a guess at how much larger rows are in memory than in Parquet
 
 
@@ -97,8 +102,8 @@ class MergeTreeWriter:
         self.layout = self.reader.layout
         self.first_row = isinstance(self.reader.engine, FirstRow)
         self.producer = options.get_option(opts.CHANGELOG_PRODUCER)
-        # Lookup compaction (Java's needLookup): first-row, and the lookup producer.
-        self.lookup = self.first_row or self.producer == "lookup"
+        # Lookup compaction (Java's needLookup): first-row, and wherever reads merge in lookup mode.
+        self.lookup = self.first_row or self.reader.lookup_merge
         self.deduplicate_changelog = options.get_option(opts.CHANGELOG_PRODUCER_ROW_DEDUPLICATE)
         self.levels = Levels(restored, options.merge_tree_levels(), self.layout.key_of)
         self.next_sequence = max((f.max_sequence_number for f in restored), default=-1) + 1
@@ -160,11 +165,12 @@ class MergeTreeWriter:
             return
         records = pa.concat_tables(self.buffered) if self.buffered else None
         self.buffered, self.buffered_bytes = [], 0
-        if records is not None:
-            self._input_changelog(records)
+        ordered = self._input_changelog(records) if records is not None else None
         merged: pa.Table | Iterable[pa.Table]
         if self.spilled.runs:
             merged = self.spilled.drain(records)
+        elif ordered is not None:
+            merged = self.reader.engine.merge(*ordered)  # ordered once for the changelog and the merge
         else:
             assert records is not None
             merged = merge_records(records, self.layout, self.reader.engine, self.reader.descending)
@@ -175,15 +181,18 @@ class MergeTreeWriter:
         if self.compact:
             self._compact(self.picker.pick(self.levels.num_levels, self.levels.sorted_runs()))
 
-    def _input_changelog(self, records: pa.Table) -> None:
+    def _input_changelog(self, records: pa.Table) -> tuple[pa.Table, Indices] | None:
         """``changelog-producer = input``: every buffered record, unmerged, in merge order, into level-0
-        changelog files (a spilled buffer's records are written when they spill)."""
+        changelog files (a spilled buffer's records are written when they spill). Returns the records
+        ordered, with their key groups (None without that producer)."""
         if self.producer != "input":
-            return
-        ordered = records.take(
-            merge_order(records, self.layout.key_names, self.layout.sequence_fields, self.reader.descending)
+            return None
+        layout = self.layout
+        ordered, groups = order_records(
+            records, layout.key_names, layout.sequence_fields, self.reader.descending
         )
         self.changelog_files += self._write_files(ordered, 0, 0, changelog=True)
+        return ordered, groups
 
     # --- compaction -------------------------------------------------------------------------------------------
 
@@ -210,13 +219,12 @@ class MergeTreeWriter:
         if self.producer in ("lookup", "full-compaction"):
             for file in plan.changelog_upgrades:
                 split = self._split([file])
-                changelog = self._changelog_merge(split, [file], output, {file.file_name}).changelog
+                changelog = self._changelog_merge(split, [file], output).changelog
                 self.compact_changelog += self._write_files(changelog, output, 0, changelog=True)
-        unit_names = {f.file_name for f in unit.files}
         # Each group is rewritten into files of its own, as Java does: outputs never span an upgraded file.
         for group in plan.rewrites:
             files = group.files
-            chunks = self._rewrite(group, output, unit_names)
+            chunks = self._rewrite(group, output)
             if group.drop_delete:
                 chunks = (only_adds(c) for c in chunks)
             before += files
@@ -246,12 +254,12 @@ class MergeTreeWriter:
     def _split(self, files: Sequence[DataFileMeta]) -> DataSplit:
         return DataSplit(0, self.partition, self.bucket, self.directory, tuple(files))
 
-    def _rewrite(self, group: RewriteGroup, output: int, unit: set[str]) -> Iterable[pa.Table]:
+    def _rewrite(self, group: RewriteGroup, output: int) -> Iterable[pa.Table]:
         """The merged records of a rewrite group, in chunks (its changelog written on the way)."""
         files = group.files
         split = self._split(files)
         if self._produces_changelog(group, output):
-            compacted = self._changelog_merge(split, files, output, unit)
+            compacted = self._changelog_merge(split, files, output)
             self.compact_changelog += self._write_files(compacted.changelog, output, 0, changelog=True)
             return [compacted.merged]
         if self.first_row:
@@ -268,9 +276,7 @@ class MergeTreeWriter:
             runs, layout.key_names, layout.sequence_fields, self.reader.descending, self.reader.engine
         )
 
-    def _changelog_merge(
-        self, split: DataSplit, files: Sequence[DataFileMeta], output: int, unit: set[str]
-    ) -> Compacted:
+    def _changelog_merge(self, split: DataSplit, files: Sequence[DataFileMeta], output: int) -> Compacted:
         """Merge ``files`` and produce their changelog, as the table's producer defines it."""
         reader, layout = self.reader, self.layout
         leveled = reader.read_leveled(split, files)
@@ -316,15 +322,10 @@ class MergeTreeWriter:
         files = self._files_above(records, output)
         if not files:
             return None
-        keys = list(self.layout.key_names)
         leveled = self.reader.read_leveled(split, files)
-        probe = leveled.records.select(keys).append_column(
-            "__row", pa.array(np.arange(leveled.records.num_rows))
-        )
-        wanted = probe.join(records.select(keys), keys=keys, join_type="left semi").column("__row").to_numpy()
-        if len(wanted) == 0:
+        rows = self._rows_with_keys_of(leveled.records, records)
+        if len(rows) == 0:
             return None
-        rows = np.sort(wanted)
         groups, levels = leveled.groups[rows], leveled.levels[rows]
         # lowest level first within each key: the newest complete value
         order = np.lexsort((levels, groups))
@@ -341,11 +342,17 @@ class MergeTreeWriter:
         if not others:
             return kept
         known = pa.concat_tables([self.reader.read_keys(split, f) for f in others])
-        keys = list(self.layout.key_names)
-        probe = merged.select(keys).append_column("__row", pa.array(np.arange(merged.num_rows)))
-        found = probe.join(known, keys=keys, join_type="left semi").column("__row").to_numpy()
-        kept[found] = False
+        kept[self._rows_with_keys_of(merged, known)] = False
         return kept
+
+    def _rows_with_keys_of(self, records: pa.Table, keys: pa.Table) -> npt.NDArray[np.int64]:
+        """The indices (ascending) of the rows of ``records`` whose key ``keys`` holds."""
+        names = list(self.layout.key_names)
+        probe = records.select(names).append_column("__row", pa.array(np.arange(records.num_rows)))
+        found: npt.NDArray[np.int64] = (
+            probe.join(keys.select(names), keys=names, join_type="left semi").column("__row").to_numpy()
+        )
+        return np.sort(found)
 
     def _record_compaction(self, before: Sequence[DataFileMeta], after: Sequence[DataFileMeta]) -> None:
         after_names = {f.file_name for f in after}
@@ -461,7 +468,7 @@ class KeyValueTableWrite(TableWrite):
             for key, part in self._split(batch):
                 kinds = self._kinds(part, kind)
                 if self._ignore_delete:  # dropped before anything sees them, as Java's TableWriteImpl does
-                    adds = pc.invert(pc.is_in(kinds, value_set=_RETRACT_KINDS))
+                    adds = is_add(kinds)
                     part, kinds = part.filter(adds), kinds.filter(adds)
                     if part.num_rows == 0:
                         continue
