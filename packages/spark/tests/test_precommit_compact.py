@@ -228,3 +228,64 @@ def test_an_unknown_outcome_that_landed_keeps_the_merged_files(
     table = reopen(warehouse, "db.t")
     assert ids(table) == list(range(40))
     assert on_disk(table) == live(table) and len(live(table)) == 2
+
+
+# --- primary-key tables: the changelog files of all tasks ----------------------------------------------------
+
+PK_MERGE = {"bucket": "4", "changelog-producer": "input"}  # all changelog files are small
+
+
+def create_pk(warehouse: str, name: str, **options: str) -> Any:
+    catalog = Catalog.open(warehouse)
+    catalog.create_database("db", exist_ok=True)
+    return catalog.create_table(
+        name, SCHEMA, partition_keys=["p"], primary_keys=["p", "id"], options={**PK_MERGE, **options}
+    )
+
+
+def changelog_on_disk(table: Any) -> set[str]:
+    return {p.name for p in Path(table.path).rglob("*changelog-*")}
+
+
+def changes(table: Any) -> list[tuple[str, int, str]]:
+    reading = table.copy({"scan.mode": "from-snapshot", "scan.snapshot-id": "1"})
+    return sorted(
+        (r["rowkind"], r["id"], r["p"]) for b in reading.stream(follow=False) for r in b.to_pylist()
+    )
+
+
+@pytest.mark.slow
+def test_batch_write_to_a_primary_key_table_merges_the_changelog_of_all_tasks(
+    spark: Any, warehouse: str
+) -> None:
+    frame = spark.range(0, 400, numPartitions=4).selectExpr("id", "concat('p', cast(id % 2 as string)) as p")
+    for name, options in (("db.plain", {}), ("db.merged", MERGE)):
+        create_pk(warehouse, name, **options)
+        frame.write.format("paimon").option("warehouse", warehouse).mode("append").save(name)
+    plain, merged = reopen(warehouse, "db.plain"), reopen(warehouse, "db.merged")
+    expected = sorted(("+I", i, f"p{i % 2}") for i in range(400))
+    assert changes(plain) == changes(merged) == expected
+    # four tasks x two partitions x four buckets of changelog files, one compacted file per partition
+    assert len(changelog_on_disk(plain)) > 8
+    assert len(changelog_on_disk(merged)) == 2
+    assert all(n.startswith("compacted-changelog-") for n in changelog_on_disk(merged))
+    assert on_disk(merged) == live(merged)  # data files are never merged on a primary-key table
+
+
+def test_a_failed_primary_key_commit_leaves_no_changelog(
+    warehouse: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = create_pk(warehouse, "db.t", **MERGE)
+    sink = PaimonBatchWriter(config_of(warehouse, "db.t"), SPARK_SCHEMA, overwrite=False)
+    messages = tasks(table, 0)
+    assert len(changelog_on_disk(table)) > 2
+    failing_commit(monkeypatch, CommitConflictError("lost"), land_first=False)
+    with pytest.raises(CommitConflictError):
+        sink.commit(messages)
+    sink.abort(messages)  # what Spark does next
+    assert changelog_on_disk(table) == set() and on_disk(table) == set()
+    monkeypatch.undo()
+    sink.commit(tasks(table, 0))  # a fresh attempt lands, its changelog merged
+    table = reopen(warehouse, "db.t")
+    assert changes(table) == sorted(("+I", i, f"p{i % 2}") for i in range(40))
+    assert len(changelog_on_disk(table)) == 2

@@ -309,7 +309,30 @@ PRECOMMIT_COMPACT: Option[bool] = _declare(
         "precommit-compact",
         parse_bool,
         False,
-        "Unaware-bucket append tables: merge the small new files of all writers of a commit before it lands.",
+        "Merge the small files of all writers of a commit before it lands: the new data files of "
+        "unaware-bucket append tables, the changelog files of primary-key tables (per partition, "
+        "concatenated into files of target-file-size). Paimon 1.0 named it changelog.precommit-compact.",
+        fallback_keys=("changelog.precommit-compact",),
+    )
+)
+CHANGELOG_PRECOMMIT_COMPACT_THREAD_NUM: Option[int | None] = _declare(
+    Option(
+        "changelog.precommit-compact.thread-num",
+        _optional(int),
+        None,
+        "Threads reading small changelog files for precommit-compact (default: the CPU count).",
+        check=lambda v: v is None or v > 0,
+        check_doc="must be positive",
+    )
+)
+CHANGELOG_PRECOMMIT_COMPACT_BUFFER_SIZE: Option[int] = _declare(
+    Option(
+        "changelog.precommit-compact.buffer-size",
+        parse_memory_size,
+        128 * MB,
+        "Bytes of changelog files precommit-compact holds in memory at once; larger files are left alone.",
+        check=lambda v: 0 < v < 1 << 31,
+        check_doc="must be positive and below 2 GiB",
     )
 )
 

@@ -22,6 +22,7 @@ from paimon_core.compact._bucketed import (
     InlineBucketCompaction,
     pick_full_compaction,
 )
+from paimon_core.compact._changelog import ChangelogCompactSizes, precommit_compact_changelog
 from paimon_core.compact._coordinator import (
     COMPACT_AGE,
     REMOVE_AGE,
@@ -51,6 +52,7 @@ __all__ = [
     "ORDER_STRATEGIES",
     "REMOVE_AGE",
     "BucketCompactManager",
+    "ChangelogCompactSizes",
     "CompactCoordinator",
     "CompactJob",
     "CompactSummary",
@@ -73,6 +75,7 @@ __all__ = [
     "parse_partition_specs",
     "pick_full_compaction",
     "precommit_compact",
+    "precommit_compact_changelog",
     "precommit_enabled",
     "rewrite_files",
     "run_task",

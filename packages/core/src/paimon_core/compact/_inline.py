@@ -5,9 +5,9 @@
 * Unaware-bucket tables run the coordinator after each commit of a :class:`~paimon_core.table.Table`
   handle (:meth:`Table.append`): :class:`InlineCompactor` keeps the coordinator across commits, reading only
   new snapshots, like the coordinator inside Paimon's Flink write job.
-* ``precommit-compact`` merges the small new files of one commit before it lands
-  (:func:`precommit_compact`), once over the messages of all the commit's writers: ``Table.append`` and
-  the Spark sink's driver call it; writers never do.
+* ``precommit-compact`` merges the small new files (append tables) or changelog files (primary-key
+  tables) of one commit before it lands (:func:`precommit_compact`), once over the messages of all the
+  commit's writers: ``Table.append`` and the Spark sink's driver call it; writers never do.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from paimon_core import options as opts
+from paimon_core.compact._changelog import precommit_compact_changelog
 from paimon_core.compact._coordinator import CoordinatorOptions
 from paimon_core.compact._job import CompactJob, Progress
 from paimon_core.compact._runner import LocalRunner, delete_outputs
@@ -73,12 +74,11 @@ class InlineCompactor:
 
 
 def precommit_enabled(table: Table) -> bool:
-    """Whether :func:`precommit_compact` rewrites anything for this table."""
-    return (
-        table.bucket == -1
-        and not table.schema.primary_keys
-        and table.options.get_option(opts.PRECOMMIT_COMPACT)
-    )
+    """Whether :func:`precommit_compact` rewrites anything for this table: ``precommit-compact`` is set and
+    the table is an unaware-bucket append table or a primary-key table."""
+    if not table.options.get_option(opts.PRECOMMIT_COMPACT):
+        return False
+    return bool(table.schema.primary_keys) or table.bucket == -1
 
 
 def _groups(files: Sequence[DataFileMeta], options: CoordinatorOptions) -> list[list[DataFileMeta]]:
@@ -104,11 +104,13 @@ def precommit_compact(table: Table, messages: Sequence[CommitMessage]) -> list[C
     Call it once on the messages of *all* the writers of a commit, just before committing them:
     :meth:`Table.append <paimon_core.table.Table.append>` and ``overwrite`` do, and so does the Spark sink on
     the driver. Writers (:meth:`TableWrite.prepare_commit <paimon_core.table.TableWrite.prepare_commit>`)
-    never do, so no file is rewritten twice. It returns the messages unchanged unless the table is an
-    unaware-bucket append table with ``precommit-compact = true`` (``write-only`` does not matter: as in
-    Paimon, this is not the writers' inline compaction).
+    never do, so no file is rewritten twice. It returns the messages unchanged unless
+    ``precommit-compact = true`` (``write-only`` does not matter: as in Paimon, this is not the writers'
+    inline compaction) and the table is an unaware-bucket append table or a primary-key table. Of a
+    primary-key table only the changelog files are merged, by concatenation
+    (:func:`~paimon_core.compact._changelog.precommit_compact_changelog`).
 
-    Per partition, the new files below the small-file size (``target-file-size`` x
+    Append tables: per partition, the new files below the small-file size (``target-file-size`` x
     ``compaction.small-file-ratio``) are taken in commit order into groups; a group closes when it reaches
     ``target-file-size`` or holds ``compaction.max.file-num`` files. Each group of two or more files is
     rewritten into APPEND files of ``target-file-size``. The result is still a plain APPEND.
@@ -119,6 +121,8 @@ def precommit_compact(table: Table, messages: Sequence[CommitMessage]) -> list[C
     """
     if not precommit_enabled(table):
         return list(messages)
+    if table.schema.primary_keys:
+        return precommit_compact_changelog(table, messages)
     options = CoordinatorOptions.of(table)
     grouped: dict[bytes, list[CommitMessage]] = {}
     for message in messages:

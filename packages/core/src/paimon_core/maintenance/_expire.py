@@ -51,7 +51,7 @@ from paimon_core.manifest import (
 from paimon_core.options import to_millis
 from paimon_core.snapshot import EARLIEST_HINT, Snapshot
 from paimon_core.storage import Capability, join_path, parent_path
-from paimon_core.table import live_entries
+from paimon_core.table import live_entries, real_changelog_path
 from paimon_core.tag import TagManager
 
 if TYPE_CHECKING:
@@ -342,7 +342,8 @@ def _changelog_files(table: Table, snapshot: Snapshot) -> set[str]:
         except CorruptMetadataError as exc:
             logger.info("skipping unreadable changelog manifest %s: %s", meta.file_name, exc)
             continue
-        paths.update(_data_path(table, e) for e in entries if e.kind == FileKind.ADD)
+        # a slice of a compacted changelog file stands for its physical file, listed in the same snapshot
+        paths.update(real_changelog_path(_data_path(table, e)) for e in entries if e.kind == FileKind.ADD)
     return paths
 
 

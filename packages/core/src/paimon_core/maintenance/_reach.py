@@ -16,6 +16,7 @@ from paimon_core.manifest import (
 )
 from paimon_core.snapshot import Snapshot
 from paimon_core.storage import join_path, parent_path
+from paimon_core.table import real_changelog_path
 
 if TYPE_CHECKING:
     from paimon_core.table import Table
@@ -51,7 +52,7 @@ def reach(table: Table, snapshots: Iterable[Snapshot]) -> Reach:
             changelog = read_manifest_list(
                 table.storage, table.manifest_path(snapshot.changelog_manifest_list)
             )
-            found.metadata.update(m.file_name for m in changelog)
+            names += [m.file_name for m in changelog]  # their changelog files are in use too
         if snapshot.index_manifest and snapshot.index_manifest not in found.metadata:
             found.metadata.add(snapshot.index_manifest)
             index = read_index_manifest(table.storage, table.manifest_path(snapshot.index_manifest))
@@ -80,7 +81,7 @@ def entry_paths(table: Table, entry: ManifestEntry) -> Iterable[str]:
     """The data file of a manifest entry and its extra files, which sit beside it (also under an external path)."""
     file = entry.file
     path = file.external_path or join_path(table.bucket_dir(entry.partition, entry.bucket), file.file_name)
-    yield path
+    yield real_changelog_path(path)  # a slice of a compacted changelog file uses its physical file
     directory = parent_path(path)
     for extra in file.extra_files:
         yield join_path(directory, extra)

@@ -1,6 +1,12 @@
 """Tables: writing, committing, scanning and reading."""
 
 from paimon_core.table._commit import TableCommit
+from paimon_core.table._compacted_changelog import (
+    CompactedChangelogNames,
+    changelog_slice,
+    is_compacted_changelog,
+    real_changelog_path,
+)
 from paimon_core.table._convert import conform_batch
 from paimon_core.table._follow import TableStream
 from paimon_core.table._hooks import TableHooks, default_hooks, set_default_hooks
@@ -40,6 +46,7 @@ __all__ = [
     "AuditLogTable",
     "BatchScanStart",
     "CommitMessage",
+    "CompactedChangelogNames",
     "DataFileWriter",
     "DataSplit",
     "DataView",
@@ -57,18 +64,21 @@ __all__ = [
     "TableScan",
     "TableStream",
     "TableWrite",
+    "changelog_slice",
     "check_append_table",
     "check_primary_key_table",
     "conform_batch",
     "data_view",
     "default_hooks",
     "explain_missing",
+    "is_compacted_changelog",
     "live_entries",
     "manifest_metas",
     "needs_full_compaction",
     "open_table",
     "plan_batch",
     "read_entries",
+    "real_changelog_path",
     "resolve_batch_scan",
     "set_default_hooks",
     "split_system_name",

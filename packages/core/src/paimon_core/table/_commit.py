@@ -51,6 +51,7 @@ from paimon_core.manifest import (
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from paimon_core.storage import Capability, CommitLock, LockAcquireTimeoutError, join_path, open_commit_lock
 from paimon_core.table._chain import follows_chain
+from paimon_core.table._compacted_changelog import real_changelog_path
 from paimon_core.table._history import OwnCommits
 from paimon_core.table._messages import CommitMessage
 from paimon_core.table._scan import explain_missing, manifest_metas, read_entries
@@ -536,7 +537,7 @@ class TableCommit:
             path = file.external_path or join_path(
                 table.bucket_dir(entry.partition, entry.bucket), file.file_name
             )
-            return table.storage.exists(path)
+            return table.storage.exists(real_changelog_path(path))  # a changelog slice: its physical file
 
         if len(entries) <= 2:
             return [exists(e) for e in entries]

@@ -19,6 +19,7 @@ from paimon_core.deletionvectors import DeletionVector, read_deletion_vectors
 from paimon_core.errors import DataFileError, PaimonError, SchemaError
 from paimon_core.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexFileMeta
 from paimon_core.storage import LocalBackend, join_path, local_path
+from paimon_core.table._compacted_changelog import open_changelog_slice
 from paimon_core.table._scan import DataSplit, explain_missing
 
 if TYPE_CHECKING:
@@ -79,8 +80,11 @@ class TableRead:
         storage = self.table.storage
         source = None
         try:
-            # Local files are read natively by Arrow (no Python file object in the hot path).
-            source = storage.open_input(path) if not isinstance(storage, LocalBackend) else None
+            # Local files are read natively by Arrow (no Python file object in the hot path); a slice of a
+            # compacted changelog file through a window on it.
+            source = open_changelog_slice(storage, path)
+            if source is None and not isinstance(storage, LocalBackend):
+                source = storage.open_input(path)
             parquet = pq.ParquetFile(
                 source if source is not None else local_path(path), buffer_size=buffer_size
             )

@@ -28,6 +28,7 @@ from paimon_core.schema import SchemaManager, TableSchema
 from paimon_core.snapshot import Snapshot, SnapshotManager
 from paimon_core.storage import StorageBackend, get_backend, join_path
 from paimon_core.table._commit import TableCommit
+from paimon_core.table._compacted_changelog import real_changelog_path
 from paimon_core.table._follow import TableStream
 from paimon_core.table._hooks import CommitCompactor, TableHooks, default_hooks
 from paimon_core.table._live import LiveFileIndex
@@ -166,25 +167,25 @@ class Table:
 
         Deletion failures are logged: an undeleted file is an orphan no snapshot references.
         """
+        paths: dict[str, None] = {}  # slices of one compacted changelog file share their physical file
         for message in messages:
             directory = self.bucket_dir(message.partition, message.bucket)
             upgraded = {f.file_name for f in message.compact_before}  # moved up a level, not written
-            paths = [
-                file.external_path or join_path(directory, file.file_name)
-                for file in (
-                    *message.new_files,
-                    *message.compact_after,
-                    *message.changelog_files,
-                    *message.compact_changelog_files,
-                )
-                if file.file_name not in upgraded
-            ]
-            paths += [self.index_path(f.file_name) for f in message.new_index_files]
-            for path in paths:
-                try:
-                    self.storage.delete(path)
-                except OSError:
-                    logger.warning("could not delete uncommitted file %s", path, exc_info=True)
+            for file in (
+                *message.new_files,
+                *message.compact_after,
+                *message.changelog_files,
+                *message.compact_changelog_files,
+            ):
+                if file.file_name not in upgraded:
+                    path = file.external_path or join_path(directory, file.file_name)
+                    paths[real_changelog_path(path)] = None
+            paths.update(dict.fromkeys(self.index_path(f.file_name) for f in message.new_index_files))
+        for path in paths:
+            try:
+                self.storage.delete(path)
+            except OSError:
+                logger.warning("could not delete uncommitted file %s", path, exc_info=True)
 
     def copy(self, dynamic_options: Mapping[str, Any]) -> Table:
         """This table with extra dynamic options."""
