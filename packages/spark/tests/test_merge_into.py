@@ -282,3 +282,230 @@ def test_cli_merge_into_with_plain_python(warehouse: str) -> None:
     assert "db.t: snapshot 4, 1 updated, 0 deleted, 1 inserted, 1 files rewritten" in completed.stdout
     got = current(warehouse)
     assert got[2] == ("cli", "a") and got[50] == ("new", "z") and len(got) == 21
+
+
+# --- primary-key tables: row-kind writes -----------------------------------------------------------------------
+
+PK_SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("w", pa.string()), ("p", pa.string())])
+
+
+def make_pk_target(warehouse: str, **options: str) -> Any:
+    """db.t with primary key (id, p), partitioned by p: ids 0-9 in p='a', ids 10-19 in p='b'."""
+    catalog = Catalog.open(warehouse)
+    catalog.create_database("db", exist_ok=True)
+    table = catalog.create_table(
+        "db.t", PK_SCHEMA, partition_keys=["p"], primary_keys=["id", "p"], options={"bucket": "2", **options}
+    )
+    ids = list(range(20))
+    table.append(
+        pa.table(
+            {
+                "id": ids,
+                "v": [f"v{i}" for i in ids],
+                "w": [f"w{i}" for i in ids],
+                "p": ["a"] * 10 + ["b"] * 10,
+            },
+            schema=PK_SCHEMA,
+        )
+    )
+    return table
+
+
+def pk_rows(warehouse: str, **read: Any) -> dict[tuple[int, str], tuple[str | None, str | None]]:
+    data = Catalog.open(warehouse).get_table("db.t").to_arrow(**read)
+    return {(r["id"], r["p"]): (r["v"], r["w"]) for r in data.to_pylist()}
+
+
+def new_snapshot_kinds(warehouse: str, base: int) -> list[str]:
+    return [s.commit_kind.value for s in Catalog.open(warehouse).get_table("db.t").snapshots() if s.id > base]
+
+
+def pk_source(spark: Any, rows: list[tuple[int, str | None, str]]) -> None:
+    spark.createDataFrame(rows, "id long, v string, p string").createOrReplaceTempView("S")
+
+
+PK_MERGE = dict(
+    target_alias="T",
+    merge_condition="T.id = S.id AND T.p = S.p",
+    matched_upsert_condition="S.v IS NULL OR S.v <> 'gone'",
+    matched_upsert_setting="v = S.v",
+    matched_delete_condition="TRUE",
+    not_matched_insert_condition="S.v <> 'skip'",
+    not_matched_insert_values="S.id, S.v, 'inserted', S.p",
+)
+
+
+@pytest.mark.parametrize("engine", ["deduplicate", "partial-update"])
+def test_primary_key_merge_writes_upserts_and_deletes_in_one_append_snapshot(
+    spark: Any, warehouse: str, engine: str
+) -> None:
+    options = {"merge-engine": engine, "write-only": "true"}
+    if engine == "partial-update":
+        options["partial-update.remove-record-on-delete"] = "true"
+    table = make_pk_target(warehouse, **options)
+    base, before, files = table.latest_snapshot().id, pk_rows(warehouse), live_files(warehouse)
+    pk_source(
+        spark, [(1, "new1", "a"), (2, None, "a"), (3, "gone", "a"), (42, "new42", "b"), (43, "skip", "b")]
+    )
+    summary = merge(spark, warehouse, **PK_MERGE)
+    expected = dict(before)
+    expected[(1, "a")] = ("new1", "w1")
+    # the whole row is written: a null from the source clears v, unless partial-update keeps the old value
+    expected[(2, "a")] = (None if engine == "deduplicate" else "v2", "w2")
+    del expected[(3, "a")]
+    expected[(42, "b")] = ("new42", "inserted")
+    assert pk_rows(warehouse) == expected
+    assert (summary.updated, summary.deleted, summary.inserted) == (2, 1, 1)
+    assert summary.snapshot_id == base + 1 and summary.rewritten_files == ()
+    assert new_snapshot_kinds(warehouse, base) == ["APPEND"]
+    assert files <= live_files(warehouse)  # nothing rewritten, nothing removed
+
+
+def test_primary_key_merge_changelog_has_the_row_kinds_and_whole_rows(spark: Any, warehouse: str) -> None:
+    from paimon_core.table import AuditLogTable
+
+    table = make_pk_target(
+        warehouse,
+        **{
+            "merge-engine": "partial-update",
+            "partial-update.remove-record-on-delete": "true",
+            "changelog-producer": "input",
+        },
+    )
+    base = table.latest_snapshot().id
+    pk_source(spark, [(1, "new1", "a"), (3, "gone", "a"), (42, "new42", "b")])
+    summary = merge(spark, warehouse, **PK_MERGE)
+    assert summary.snapshot_id is not None
+    changes = (
+        Catalog.open(warehouse)
+        .get_table("db.t")
+        .copy({"incremental-between": f"{base},{summary.snapshot_id}"})
+    )
+    got = sorted(AuditLogTable(changes).to_arrow().to_pylist(), key=lambda r: r["id"])
+    assert got == [
+        {"rowkind": "+U", "id": 1, "v": "new1", "w": "w1", "p": "a"},  # w from the target row: the whole row
+        {"rowkind": "-D", "id": 3, "v": "v3", "w": "w3", "p": "a"},  # the deleted row as it was read
+        {"rowkind": "+I", "id": 42, "v": "new42", "w": "inserted", "p": "b"},
+    ]
+
+
+@pytest.mark.parametrize("bucket", ["3", "-1"])
+def test_each_bucket_of_a_primary_key_merge_has_one_writer(spark: Any, warehouse: str, bucket: str) -> None:
+    table = make_pk_target(warehouse, bucket=bucket, **{"write-only": "true"})
+    base_entries = {e.file.file_name for e in table.live_entries()}
+    frame = spark.range(300).selectExpr("id", "concat('n', id) AS v", "IF(id % 2 = 0, 'a', 'b') AS p")
+    summary = merge(
+        spark,
+        warehouse,
+        source_table=frame.repartition(4),  # rows of one bucket arrive at several tasks
+        merge_condition="t.id = S.id AND t.p = S.p",
+        matched_upsert_setting="v = S.v",
+        not_matched_insert_values="S.id, S.v, NULL, S.p",
+    )
+    added: dict[tuple[bytes, int], list[str]] = {}
+    for entry in Catalog.open(warehouse).get_table("db.t").live_entries(summary.snapshot_id):
+        if entry.file.file_name not in base_entries:
+            added.setdefault((entry.partition, entry.bucket), []).append(entry.file.file_name)
+    assert added and all(len(names) == 1 for names in added.values()), added
+    rows = pk_rows(warehouse)
+    assert len(rows) == 300 + 10  # ids 0-9 (p='a') and 10-19 (p='b'): the source matched half of them
+    assert (
+        rows[(4, "a")] == ("n4", "w4") and rows[(5, "a")] == ("v5", "w5") and rows[(5, "b")] == ("n5", None)
+    )
+
+
+@pytest.mark.parametrize("primary_key", [True, False])
+def test_a_merge_reads_only_the_partitions_the_source_touches(
+    spark: Any, warehouse: str, primary_key: bool
+) -> None:
+    if primary_key:
+        make_pk_target(warehouse, **{"write-only": "true"})
+    else:
+        make_target(warehouse)
+    source(spark, [(1, "new1", "a"), (2, "new2", "a")])
+    # p='b' loses its data files: any read of that partition fails
+    gone = [p for p in Path(warehouse).rglob("*.parquet") if "p=b" in p.parts]
+    assert gone
+    for path in gone:
+        path.unlink()
+    arguments = dict(merge_condition="t.id = S.id AND t.p = S.p", matched_upsert_setting="v = S.v")
+    summary = merge(spark, warehouse, **arguments)
+    assert summary.updated == 2
+    rows = Catalog.open(warehouse).get_table("db.t").to_arrow(filter=[("p", "=", "a")]).to_pylist()
+    assert {r["id"]: r["v"] for r in rows if r["id"] < 3} == {0: "v0", 1: "new1", 2: "new2"}
+    # without the partition in the condition, or with an action on unmatched target rows, p='b' is read
+    for more in (
+        {"merge_condition": "t.id = S.id"},
+        {"not_matched_by_source_delete_condition": "t.id = 15"},
+    ):
+        with pytest.raises(Exception, match="missing from storage"):
+            merge(spark, warehouse, **{**arguments, **more})
+
+
+def test_primary_key_merge_errors(spark: Any, warehouse: str) -> None:
+    make_pk_target(warehouse)
+    before = pk_rows(warehouse)
+    pk_source(spark, [(1, "x", "a"), (1, "y", "a")])
+    with pytest.raises(
+        paimon_spark.MergeCardinalityError, match=r"key \{'id': 1, 'p': 'a'\}.* 2 source rows"
+    ):
+        merge(spark, warehouse, merge_condition="t.id = S.id AND t.p = S.p", matched_upsert_setting="v = S.v")
+    pk_source(spark, [(1, "x", "a")])
+    with pytest.raises(ConfigError, match="changes its primary key"):
+        merge(spark, warehouse, merge_condition="t.id = S.id", matched_upsert_setting="id = S.id + 100")
+    with pytest.raises(ConfigError, match="cannot update its primary-key column 'p'"):
+        merge(spark, warehouse, not_matched_by_source_upsert_setting="p = 'z'")
+    assert pk_rows(warehouse) == before
+    assert len(Catalog.open(warehouse).get_table("db.t").snapshots()) == 1
+    # an assignment that keeps the key is no change of it
+    summary = merge(
+        spark, warehouse, merge_condition="t.id = S.id", matched_upsert_setting="id = S.id, v = S.v"
+    )
+    assert summary.updated == 1 and pk_rows(warehouse)[(1, "a")] == ("x", "w1")
+
+
+@pytest.mark.parametrize(
+    ("options", "arguments", "message"),
+    [
+        ({"merge-engine": "aggregation"}, {"not_matched_insert_values": "*"}, "merge engine aggregation"),
+        ({"merge-engine": "first-row"}, {"not_matched_insert_values": "*"}, "merge engine first-row"),
+        ({"merge-engine": "partial-update"}, {"matched_delete_condition": "TRUE"}, "remove-record-on-delete"),
+        ({"ignore-delete": "true"}, {"matched_delete_condition": "TRUE"}, "ignore-delete"),
+    ],
+)
+def test_primary_key_merge_engines_that_cannot_take_the_merge(
+    spark: Any, warehouse: str, options: dict[str, str], arguments: dict[str, str], message: str
+) -> None:
+    snapshots = len(make_pk_target(warehouse, **options).snapshots())  # first-row compacts at once
+    pk_source(spark, [(1, "x", "a")])
+    with pytest.raises(ConfigError, match=message):
+        merge(spark, warehouse, **arguments)
+    assert len(Catalog.open(warehouse).get_table("db.t").snapshots()) == snapshots
+
+
+def test_conditions_that_prune_partitions() -> None:
+    from paimon_spark._prune import conjuncts, equated_expressions, is_column
+
+    terms = conjuncts("(T.id = S.id) AND `T`.`p` = upper(S.p) and S.q = T.q AND T.r <=> S.r AND T.s >= S.s")
+    assert terms == ["T.id = S.id", "`T`.`p` = upper(S.p)", "S.q = T.q", "T.r <=> S.r", "T.s >= S.s"]
+    assert equated_expressions(terms, "T", "p", qualified=True) == ["upper(S.p)"]
+    assert equated_expressions(terms, "t", "q", qualified=True) == ["S.q"]
+    assert equated_expressions(terms, "T", "r", qualified=True) == []  # null-safe equality: not pruned
+    assert equated_expressions(terms, "T", "s", qualified=True) == []
+    assert equated_expressions(["p = 'x'"], "T", "p", qualified=True) == []  # a bare name may be the source's
+    assert equated_expressions(["p = 'x'"], "T", "p", qualified=False) == ["'x'"]
+    assert equated_expressions(["T.p = 'a=b'"], "T", "p", qualified=True) == ["'a=b'"]
+    for loose in (
+        "T.p = S.p OR T.id = S.id",
+        "T.p = S.p AND x BETWEEN 1 AND 2",
+        "CASE WHEN a AND b THEN 1 END = 1",
+    ):
+        assert conjuncts(loose) is None
+    terms = conjuncts("(T.p = S.p OR x) AND T.id = S.id AND (T.q = NOT S.q) AND T.r = S.r IS NULL")
+    assert terms == ["T.p = S.p OR x", "T.id = S.id", "T.q = NOT S.q", "T.r = S.r IS NULL"]
+    assert [equated_expressions(terms, "T", c, qualified=True) for c in "pqr"] == [[], [], []]
+    assert (
+        is_column(" `t`.`id` ", "t", "id")
+        and is_column("ID", "t", "id")
+        and not is_column("id + 0", "t", "id")
+    )

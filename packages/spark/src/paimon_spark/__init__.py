@@ -11,6 +11,8 @@ Quick tour::
     paimon_spark.compact(spark, warehouse="/tmp/wh", table="db.t")          # executors rewrite small files
     paimon_spark.merge_into(spark, warehouse="/tmp/wh", target_table="db.t", source_table="s",
                             merge_condition="t.id = s.id", matched_upsert_setting="v = s.v")
+    paimon_spark.delete_from(spark, warehouse="/tmp/wh", table="db.t", where="v IS NULL")
+    paimon_spark.update(spark, warehouse="/tmp/wh", table="db.t", set={"v": "upper(v)"}, where="id < 10")
     spark.sql("SELECT * FROM paimon_compact(table => 'db.t', options => 'warehouse=/tmp/wh')")
 """
 
@@ -24,6 +26,7 @@ from paimon_spark._compact import SparkRunner, compact, compact_database
 from paimon_spark._merge import MergeCardinalityError, MergeSummary, merge_into
 from paimon_spark._options import SPARK_OVERWRITE_MODE_CONF, SourceConfig, conf_dynamic_options
 from paimon_spark._procedures import register_procedures
+from paimon_spark._rowlevel import delete_from, update
 from paimon_spark._source import SOURCE_NAME, PaimonDataSource, commit_user_for_query
 from paimon_spark._types import from_spark_schema, from_spark_type, to_spark_schema, to_spark_type
 from paimon_spark._version import __version__
@@ -41,6 +44,7 @@ __all__ = [
     "compact_database",
     "conf_dynamic_options",
     "create_temp_view",
+    "delete_from",
     "from_spark_schema",
     "from_spark_type",
     "merge_into",
@@ -48,6 +52,7 @@ __all__ = [
     "register_procedures",
     "to_spark_schema",
     "to_spark_type",
+    "update",
 ]
 
 _PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"

@@ -1,23 +1,36 @@
-"""``merge_into`` on Spark: Paimon's merge procedure for append tables, done copy-on-write.
+"""``merge_into`` on Spark: Paimon's merge procedure, for primary-key and append tables.
 
-Paimon's Flink ``merge_into`` action writes upserts and deletes into a primary-key table. This project's
-tables are append tables, so the merge rewrites data files instead (as Paimon's Spark ``MERGE INTO`` does
-for append tables): the target is read at one snapshot with each row's file and position, joined with the
-source by ``merge_condition``, and every file holding a changed row is written again without its deleted
-rows and with its updated ones. One OVERWRITE snapshot then deletes those files and adds the new ones
-(plus the inserted rows), with conflict checks: a concurrent compaction or overwrite of a rewritten file
-fails the merge and leaves the table as it was. Concurrent appends are kept.
+The target is read at one snapshot and joined with the source by ``merge_condition``; each joined row gets
+its fate from the first action whose condition holds, in Paimon's documented order: matched upsert, matched
+delete, not-matched-by-source upsert, not-matched-by-source delete, not-matched insert. A target row that
+several source rows match and that an action changes is an error, as in SQL's MERGE. When the merge
+condition equates target partition columns with source expressions (and no not-matched-by-source action
+needs the rest), only the partitions the source produces are read (:mod:`paimon_spark._prune`).
 
-The actions and their arguments carry Paimon's names. The first action whose condition holds decides a row's
-fate, in Paimon's documented order: matched upsert, matched delete, not-matched-by-source upsert,
-not-matched-by-source delete, not-matched insert. A target row that several source rows match and that an
-action changes is an error, as in SQL's MERGE.
+How the changes are written depends on the table:
+
+* **Primary-key tables** take row-kind writes, as Paimon's Flink ``merge_into`` action writes them: an
+  updated row goes in whole as an upsert of its key (``+U``), a deleted one as a ``-D`` record of the row
+  read, an inserted one as ``+I``; no file is rewritten and the commit is an APPEND
+  (:mod:`paimon_spark._upsert`). As in Paimon, only the ``deduplicate`` and ``partial-update`` engines take
+  a merge (a partial-update table keeps a column's old value where the written row has null), and an
+  update may not change a row's primary key.
+* **Append tables** are merged copy-on-write (as Paimon's Spark ``MERGE INTO`` does for them): the target
+  rows carry their file and position, and every file holding a changed row is written again without its
+  deleted rows and with its updated ones. One OVERWRITE snapshot then deletes those files and adds the new
+  ones (plus the inserted rows), with conflict checks: a concurrent compaction or overwrite of a rewritten
+  file fails the merge and leaves the table as it was. Concurrent appends are kept.
+
+:func:`paimon_spark.delete_from` and :func:`paimon_spark.update` run through the same plan, as a merge of
+the target with itself (``paimon_spark._rowlevel``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
+import operator
 import pickle
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,11 +46,15 @@ from paimon_core import options as opts
 from paimon_core.catalog import split_identifier
 from paimon_core.compact import precommit_compact
 from paimon_core.errors import ConfigError, PaimonError
+from paimon_core.manifest import DataFileMeta
 from paimon_core.table import CommitMessage, DataSplit, Table
+from paimon_core.table.mergetree import DELETE, INSERT, UPDATE_AFTER
 from paimon_spark._compact import parse_options
 from paimon_spark._options import SourceConfig
+from paimon_spark._prune import is_column, partition_filter
 from paimon_spark._source import _abort, _write_task
 from paimon_spark._types import to_spark_schema
+from paimon_spark._upsert import KIND_COLUMN, check_row_level, write_records
 
 __all__ = ["MergeCardinalityError", "MergeSummary", "merge_into"]
 
@@ -48,6 +65,7 @@ ROW_COLUMN = "__paimon_row"
 SOURCE_COLUMN = "__paimon_source"
 ACTION_COLUMN = "__paimon_action"
 _UPDATE, _DELETE, _UPDATE_UNMATCHED, _INSERT, _KEEP = "U", "D", "B", "I", "K"
+_CHANGES = (_UPDATE, _DELETE, _UPDATE_UNMATCHED)
 
 
 class MergeCardinalityError(PaimonError, ValueError):
@@ -56,7 +74,9 @@ class MergeCardinalityError(PaimonError, ValueError):
 
 @dataclass(frozen=True)
 class MergeSummary:
-    """What a merge did. ``snapshot_id`` is None when nothing changed (no snapshot was made)."""
+    """What a merge, delete or update did. ``snapshot_id`` is None when nothing changed (no snapshot was
+    made); on a primary-key table it is the APPEND snapshot (a compaction by the writers may follow it) and
+    no file is rewritten."""
 
     table: str
     snapshot_id: int | None
@@ -82,6 +102,29 @@ class _Actions:
     unmatched_delete: str | None
     insert: tuple[str, list[str]] | None
 
+    @property
+    def deletes(self) -> bool:
+        return self.matched_delete is not None or self.unmatched_delete is not None
+
+    @property
+    def reads_every_target_row(self) -> bool:
+        """Whether rows no source row matches can change (then no target partition may be skipped)."""
+        return self.unmatched_upsert is not None or self.unmatched_delete is not None
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A merge ready to run: the joined rows (persisted) with their action, and the table's new columns."""
+
+    table: Table
+    config: SourceConfig
+    base_id: int | None
+    joined: DataFrame
+    output: dict[str, Column]
+    target_alias: str
+    several_matches_possible: bool = True
+    computed_keys: bool = False  # upserts may compute a primary key (checked to equal the row's own)
+
 
 def merge_into(
     spark: SparkSession,
@@ -104,7 +147,7 @@ def merge_into(
     catalog_conf: Mapping[str, Any] | None = None,
     options: str | Mapping[str, Any] | None = None,
 ) -> MergeSummary:
-    """Merge a source into an append table (Paimon's ``merge_into`` arguments).
+    """Merge a source into a table (Paimon's ``merge_into`` arguments).
 
     Args:
         target_table: ``db.t``; conditions and settings name its columns ``<target_alias>.<column>``
@@ -119,7 +162,8 @@ def merge_into(
         options: dynamic table options, ``'k=v,k2=v2'`` or a mapping.
 
     Raises:
-        ConfigError: no action, an upsert condition without its setting, an unknown column, bad values.
+        ConfigError: no action, an upsert condition without its setting, an unknown column, bad values; on a
+            primary-key table, a merge engine that cannot take the merge or an update of the primary key.
         MergeCardinalityError: a changed target row matched several source rows.
         CommitConflictError: a rewritten file was removed concurrently (the merge wrote nothing visible).
     """
@@ -137,15 +181,14 @@ def merge_into(
     for statement in statements:
         if statement.strip():
             spark.sql(statement)
-    config = SourceConfig(
-        location=target_table,
-        warehouse=warehouse,
-        table_options={**parse_options(options), opts.WRITE_ONLY.key: "true"},
-        storage_options={str(k): str(v) for k, v in (catalog_conf or {}).items()},
+    config, table = open_target(
+        warehouse, target_table, catalog_conf, options, "merge_into", upserts=True, deletes=actions.deletes
     )
-    table = config.open_table()
-    base = table.latest_snapshot()
     t_alias = target_alias or split_identifier(target_table)[1]
+    if actions.unmatched_upsert is not None:  # such rows have no source row to carry their key: as in Paimon
+        refuse_key_assignments(
+            table, actions.unmatched_upsert[1], t_alias, "not_matched_by_source_upsert_setting"
+        )
     if isinstance(source_table, DataFrame):
         source, s_alias = source_table, source_alias or "S"
     elif source_table:
@@ -153,69 +196,103 @@ def merge_into(
     else:
         raise ConfigError("merge_into needs source_table (a table, a view or a DataFrame)", "source_table")
     output = _output_columns(table, actions, t_alias, s_alias)  # checks the settings before any work
-    splits = table.scan(snapshot_id=base.id).plan() if base is not None else []
-    target = _target_frame(spark, table, splits).alias(t_alias)
+    pruning = None
+    if not actions.reads_every_target_row:
+        pruning = partition_filter(table, merge_condition, t_alias, source.alias(s_alias), qualified=True)
+    base_id, target = read_target(spark, table, pruning)
     how = "full_outer" if actions.insert else "left_outer"
-    joined = target.join(
+    joined = target.alias(t_alias).join(
         source.withColumn(SOURCE_COLUMN, F.lit(True)).alias(s_alias), F.expr(merge_condition), how
     )
     joined = joined.withColumn(ACTION_COLUMN, _action_column(actions)).persist()
     try:
-        return _merge(table, config, base.id if base else None, joined, output)
+        # The other upserts' settings were refused above if they assign a key column.
+        computed_keys = actions.matched_upsert is not None
+        return execute(_Plan(table, config, base_id, joined, output, t_alias, computed_keys=computed_keys))
     finally:
         joined.unpersist()
 
 
-def _merge(
-    table: Table,
-    config: SourceConfig,
-    base_id: int | None,
-    joined: DataFrame,
-    output: list[Column],
-) -> MergeSummary:
-    changes = {_UPDATE, _DELETE, _UPDATE_UNMATCHED}
-    matched = F.col(FILE_COLUMN).isNotNull() & F.col(SOURCE_COLUMN).isNotNull()
-    changed = F.col(ACTION_COLUMN).isin(_UPDATE, _DELETE).cast("int")
-    repeated = (
-        joined.where(matched)
-        .groupBy(FILE_COLUMN, ROW_COLUMN)
-        .agg(F.count(F.lit(1)).alias("count"), F.max(changed).alias("changed"))
-        .where("count > 1 AND changed = 1")
-        .limit(1)
-        .collect()
+def open_target(
+    warehouse: str,
+    identifier: str,
+    catalog_conf: Mapping[str, Any] | None,
+    options: str | Mapping[str, Any] | None,
+    operation: str,
+    *,
+    upserts: bool,
+    deletes: bool,
+) -> tuple[SourceConfig, Table]:
+    """The target's config (what executors open) and table, after the checks of its kind."""
+    config = SourceConfig(
+        location=identifier,
+        warehouse=warehouse,
+        table_options=parse_options(options),
+        storage_options={str(k): str(v) for k, v in (catalog_conf or {}).items()},
     )
-    if repeated:
-        raise MergeCardinalityError(
-            f"a row of {table.identifier} (file {repeated[0][0]}, row {repeated[0][1]}) is matched by "
-            f"{repeated[0][2]} source rows; make merge_condition match at most one source row per target row"
-        )
+    table = config.open_table()
+    if table.has_primary_key:
+        check_row_level(table, operation, upserts=upserts, deletes=deletes)
+        return config, table
+    # Copy-on-write: the writers must not compact the files they write, the commit replaces exact files.
+    config = dataclasses.replace(config, table_options={**config.table_options, opts.WRITE_ONLY.key: "true"})
+    return config, config.open_table()
+
+
+def refuse_key_assignments(
+    table: Table, setting: Mapping[str, str], alias: str | None, argument: str
+) -> None:
+    """A primary-key table's key columns (partition columns among them) may only be set to themselves."""
+    if not table.has_primary_key:
+        return
+    keys = {k.lower(): k for k in table.schema.primary_keys}
+    for column, expression in setting.items():
+        key = keys.get(column.lower())
+        if key is not None and not is_column(expression, alias, key):
+            raise ConfigError(
+                f"{argument}: {table.identifier} cannot update its primary-key column {key!r} "
+                f"(delete the row and insert the new one instead)",
+                argument,
+            )
+
+
+def read_target(spark: SparkSession, table: Table, pruning: list[Any] | None) -> tuple[int | None, DataFrame]:
+    """The latest snapshot's id and its rows, of the partitions ``pruning`` keeps (all when None)."""
+    base = table.latest_snapshot()
+    if base is None or (pruning is not None and not pruning):
+        splits: list[DataSplit] = []
+    else:
+        splits = table.scan(filter=pruning, snapshot_id=base.id).plan()
+    logger.debug("%s: reading %d files of the target", table.identifier, sum(len(s.files) for s in splits))
+    return (base.id if base else None), _target_frame(spark, table, splits)
+
+
+def execute(plan: _Plan) -> MergeSummary:
+    """Check the planned merge, write its changes and commit them once."""
+    table, joined = plan.table, plan.joined
+    if plan.several_matches_possible:
+        _check_cardinality(plan)
+    if table.has_primary_key and plan.computed_keys:
+        _check_keys_kept(plan)
     counts: dict[str, int] = {}
     touched: set[str] = set()
     for row in joined.groupBy(ACTION_COLUMN, FILE_COLUMN).count().collect():
         action, name, count = row[0], row[1], row[2]
         counts[action] = counts.get(action, 0) + count
-        if action in changes:
+        if action in _CHANGES:
             touched.add(name)
     inserted = counts.get(_INSERT, 0)
     if not touched and not inserted:
         return MergeSummary(table.identifier, None)
-    keep = F.col(ACTION_COLUMN).isin(_KEEP, _UPDATE, _UPDATE_UNMATCHED) & F.col(FILE_COLUMN).isin(
-        sorted(touched)
-    )
-    # A kept row that several source rows matched (and none changed) appears once per match: once is enough.
-    kept = joined.where(keep).dropDuplicates([FILE_COLUMN, ROW_COLUMN]).select(*output)
-    result = kept.unionByName(joined.where(F.col(ACTION_COLUMN) == _INSERT).select(*output))
-    written = [
-        message
-        for row in result.mapInArrow(_writer(config), "message binary").collect()
-        for message in pickle.loads(row[0])
-    ]
-    deleted = _deleted_messages(table, base_id, touched)
+    if table.has_primary_key:
+        written, deleted, touched = _write_row_kinds(plan), [], set()
+    else:
+        written, deleted = _rewrite_files(plan, touched), _deleted_messages(table, plan.base_id, touched)
     try:
         written = precommit_compact(table, written)  # once over all the tasks' files (precommit-compact)
         created = table.new_commit().commit([*written, *deleted])
     except BaseException:
-        _abort(config, written)  # keeps the files if an unknown outcome turns out to be a commit
+        _abort(plan.config, written)  # keeps the files if an unknown outcome turns out to be a commit
         raise
     summary = MergeSummary(
         table.identifier,
@@ -227,6 +304,88 @@ def _merge(
     )
     logger.info("merge into %s: %s", table.identifier, summary)
     return summary
+
+
+def _check_cardinality(plan: _Plan) -> None:
+    table = plan.table
+    matched = F.col(FILE_COLUMN).isNotNull() & F.col(SOURCE_COLUMN).isNotNull()
+    changed = F.col(ACTION_COLUMN).isin(*_CHANGES).cast("int")
+    # A target row: its primary key, or its file and position in an append table.
+    keys = table.schema.primary_keys
+    ids = (
+        [F.col(f"`{plan.target_alias}`.`{k}`") for k in keys]
+        if keys
+        else [F.col(FILE_COLUMN), F.col(ROW_COLUMN)]
+    )
+    repeated = (
+        plan.joined.where(matched)
+        .groupBy(*ids)
+        .agg(F.count(F.lit(1)).alias("count"), F.max(changed).alias("changed"))
+        .where("count > 1 AND changed = 1")
+        .limit(1)
+        .collect()
+    )
+    if repeated:
+        row = repeated[0]
+        where = (
+            f"key {dict(zip(keys, row[: len(keys)], strict=True))}"
+            if keys
+            else f"file {row[0]}, row {row[1]}"
+        )
+        raise MergeCardinalityError(
+            f"a row of {table.identifier} ({where}) is matched by {row['count']} source rows; make "
+            "merge_condition match at most one source row per target row"
+        )
+
+
+def _check_keys_kept(plan: _Plan) -> None:
+    """An upsert writes a row under the key it carries: one whose key changed would add a row, not update."""
+    keys = plan.table.schema.primary_keys
+    moved = functools.reduce(
+        operator.or_,
+        [~plan.output[k].eqNullSafe(F.col(f"`{plan.target_alias}`.`{k}`")) for k in keys],
+    )
+    updates = F.col(ACTION_COLUMN).isin(_UPDATE, _UPDATE_UNMATCHED)
+    found = plan.joined.where(updates & moved).select(*[F.col(f"`{plan.target_alias}`.`{k}`") for k in keys])
+    bad = found.limit(1).collect()
+    if bad:
+        raise ConfigError(
+            f"the update of the row of {plan.table.identifier} with key {dict(zip(keys, bad[0], strict=True))} "
+            "changes its primary key, which a primary-key table cannot update (delete the row and insert "
+            "the new one instead)"
+        )
+
+
+def _write_row_kinds(plan: _Plan) -> list[CommitMessage]:
+    """Primary-key tables: the changed rows as upserts and deletes, the inserted ones as inserts."""
+    action = F.col(ACTION_COLUMN)
+    kind = (
+        F.when(action.isin(_UPDATE, _UPDATE_UNMATCHED), F.lit(UPDATE_AFTER))
+        .when(action == _DELETE, F.lit(DELETE))
+        .otherwise(F.lit(INSERT))
+        .cast("tinyint")
+    )
+    records = plan.joined.where(action.isin(*_CHANGES, _INSERT)).select(
+        *[column.alias(name) for name, column in plan.output.items()], kind.alias(KIND_COLUMN)
+    )
+    return write_records(plan.table, plan.config, records)
+
+
+def _rewrite_files(plan: _Plan, touched: set[str]) -> list[CommitMessage]:
+    """Append tables: every touched file again, without its deleted rows; the inserted rows."""
+    joined = plan.joined
+    output = [column.alias(name) for name, column in plan.output.items()]
+    keep = F.col(ACTION_COLUMN).isin(_KEEP, _UPDATE, _UPDATE_UNMATCHED) & F.col(FILE_COLUMN).isin(
+        sorted(touched)
+    )
+    # A kept row that several source rows matched (and none changed) appears once per match: once is enough.
+    kept = joined.where(keep).dropDuplicates([FILE_COLUMN, ROW_COLUMN]).select(*output)
+    result = kept.unionByName(joined.where(F.col(ACTION_COLUMN) == _INSERT).select(*output))
+    return [
+        message
+        for row in result.mapInArrow(_writer(plan.config), "message binary").collect()
+        for message in pickle.loads(row[0])
+    ]
 
 
 # --- the arguments -------------------------------------------------------------------------------------------
@@ -248,7 +407,7 @@ def _parse_actions(
             if _text(condition) is not None:
                 raise ConfigError(f"{name}_condition needs {name}_setting", f"{name}_setting")
             return None
-        return _text(condition) or "TRUE", _parse_setting(text, name)
+        return _text(condition) or "TRUE", _parse_setting(text, f"{name}_setting")
 
     values = _text(insert_values)
     if values is None and _text(insert_condition) is not None:
@@ -285,7 +444,7 @@ def _text(value: str | None) -> str | None:
     return value.strip() if value is not None and value.strip() else None
 
 
-def _parse_setting(setting: str, name: str) -> dict[str, str]:
+def _parse_setting(setting: str, argument: str) -> dict[str, str]:
     """``a = S.a, b = S.b + 1`` into {column: expression}; ``*`` stays ``{"*": "*"}``."""
     if setting.strip() == "*":
         return {"*": "*"}
@@ -293,9 +452,7 @@ def _parse_setting(setting: str, name: str) -> dict[str, str]:
     for item in split_top_level(setting):
         column, sep, expression = item.partition("=")
         if not sep or not column.strip() or not expression.strip():
-            raise ConfigError(
-                f"{name}_setting: expected 'column = expression', got {item!r}", f"{name}_setting"
-            )
+            raise ConfigError(f"{argument}: expected 'column = expression', got {item!r}", argument)
         assignments[column.strip().strip("`")] = expression.strip()
     return assignments
 
@@ -344,26 +501,33 @@ def _action_column(actions: _Actions) -> Column:
     return F.expr(f"CASE {cases} END")
 
 
-def _output_columns(table: Table, actions: _Actions, t_alias: str, s_alias: str) -> list[Column]:
-    """The table's columns of each kept, updated or inserted row, cast to the table's types."""
+def _output_columns(
+    table: Table, actions: _Actions, t_alias: str, s_alias: str, setting: str = "matched_upsert_setting"
+) -> dict[str, Column]:
+    """The table's columns of each kept, updated, deleted or inserted row, cast to the table's types.
+
+    A deleted row keeps its values (a primary-key table writes them in its ``-D`` record, as Paimon does).
+    ``setting`` names the matched upsert's setting in errors (``update`` calls it ``set``).
+    """
     names = table.field_names
     lowered = {n.lower(): n for n in names}
     from_source = {n: f"`{s_alias}`.`{n}`" for n in names}  # what ``*`` stands for
 
-    def assigned(setting: dict[str, str] | None, name: str) -> dict[str, str]:
-        if setting is None:
+    def assigned(upsert: tuple[str, dict[str, str]] | None, argument: str) -> dict[str, str]:
+        if upsert is None:
             return {}
+        setting = upsert[1]
         if "*" in setting:
             return from_source
         unknown = [c for c in setting if c.lower() not in lowered]
         if unknown:
-            raise ConfigError(f"{name}_setting: {unknown} are not columns of {table.identifier} {names}")
+            raise ConfigError(
+                f"{argument}: {unknown} are not columns of {table.identifier} {names}", argument
+            )
         return {lowered[c.lower()]: e for c, e in setting.items()}
 
-    updates = assigned(actions.matched_upsert[1] if actions.matched_upsert else None, "matched_upsert")
-    unmatched = assigned(
-        actions.unmatched_upsert[1] if actions.unmatched_upsert else None, "not_matched_by_source_upsert"
-    )
+    updates = assigned(actions.matched_upsert, setting)
+    unmatched = assigned(actions.unmatched_upsert, "not_matched_by_source_upsert_setting")
     inserts: dict[str, str] = {}
     if actions.insert:
         values = actions.insert[1]
@@ -379,7 +543,7 @@ def _output_columns(table: Table, actions: _Actions, t_alias: str, s_alias: str)
             inserts = dict(zip(names, values, strict=True))
     schema = to_spark_schema(table.schema.fields)
     action = F.col(ACTION_COLUMN)
-    columns = []
+    columns = {}
     for spark_field in schema.fields:
         name = spark_field.name
         current = F.col(f"`{t_alias}`.`{name}`")
@@ -393,7 +557,7 @@ def _output_columns(table: Table, actions: _Actions, t_alias: str, s_alias: str)
             .when(action == _INSERT, value(inserts))
             .otherwise(current)
         )
-        columns.append(column.cast(spark_field.dataType).alias(name))
+        columns[name] = column.cast(spark_field.dataType)
     return columns
 
 
@@ -401,7 +565,8 @@ def _output_columns(table: Table, actions: _Actions, t_alias: str, s_alias: str)
 
 
 def _target_frame(spark: SparkSession, table: Table, splits: Sequence[DataSplit]) -> DataFrame:
-    """The target's rows at the base snapshot, each with its file name and position in the file."""
+    """The target's rows at the base snapshot, each with its place: the file name and the position in the
+    file (append tables), or its split and position among the split's merged rows (primary-key tables)."""
     schema = StructType(
         [
             *to_spark_schema(table.schema.fields).fields,
@@ -410,17 +575,25 @@ def _target_frame(spark: SparkSession, table: Table, splits: Sequence[DataSplit]
         ]
     )
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
-    work = [(split, file) for split in splits for file in split.files]
+    work: list[tuple[DataSplit, DataFileMeta | None]] = (
+        [(split, None) for split in splits]
+        if table.has_primary_key
+        else [(split, file) for split in splits for file in split.files]
+    )
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         reader = table.new_read()
         for batch in batches:
             for index in batch.column(0).to_pylist():
                 split, file = work[index]
+                if file is None:
+                    place, rows_read = f"split-{index}", reader.to_batches([split])
+                else:
+                    place, rows_read = file.file_name, reader.iter_file_batches(split, file)
                 position = 0
-                for data in reader.iter_file_batches(split, file):
+                for data in rows_read:
                     rows = data.num_rows
-                    names = pa.array([file.file_name] * rows, pa.string())
+                    names = pa.array([place] * rows, pa.string())
                     positions = pa.array(range(position, position + rows), pa.int64())
                     position += rows
                     out = pa.RecordBatch.from_arrays([*data.columns, names, positions], arrow_schema.names)

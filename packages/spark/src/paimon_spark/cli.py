@@ -83,9 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(database, "excluding_tables", default=None, help="regex of db.table names to leave out")
     _flag(database, "mode", choices=["divided", "combined"], default="divided")
     _flag(database, "streaming", action="store_true", help="keep compacting until interrupted")
-    merge = actions.add_parser(
-        "merge_into", aliases=["merge-into"], help="merge a source into an append table (copy-on-write)"
-    )
+    merge = actions.add_parser("merge_into", aliases=["merge-into"], help="merge a source into a table")
     _common(merge)
     _flag(merge, "database", default=None, help="the database (or give --table db.t)")
     _flag(merge, "table", required=True)

@@ -5,6 +5,7 @@ the table's committer like every other writer.
 """
 
 from paimon_core.table.mergetree._layout import KeyValueLayout
+from paimon_core.table.mergetree._merge import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from paimon_core.table.mergetree._reader import KeyValueTableRead, row_kind_text
 from paimon_core.table.mergetree._validate import check_append_table, check_primary_key_table
 from paimon_core.table.mergetree._writer import (
@@ -15,6 +16,10 @@ from paimon_core.table.mergetree._writer import (
 )
 
 __all__ = [
+    "DELETE",
+    "INSERT",
+    "UPDATE_AFTER",
+    "UPDATE_BEFORE",
     "KeyValueLayout",
     "KeyValueTableRead",
     "KeyValueTableWrite",
