@@ -121,14 +121,29 @@ histories = st.lists(
 )
 
 
-@pytest.mark.parametrize("producer", ["none", "input", "lookup", "full-compaction"])
+@pytest.mark.parametrize(
+    ("producer", "deletion_vectors"),
+    [
+        ("none", False),
+        ("input", False),
+        ("lookup", False),
+        ("full-compaction", False),
+        # deletion vectors take every producer but full-compaction
+        ("none", True),
+        ("input", True),
+        ("lookup", True),
+    ],
+)
 @pytest.mark.parametrize("dedupe", [False, True])
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(history=histories)
 def test_changelog_matches_the_model(
-    tmp_path: Path, producer: str, dedupe: bool, history: list[list[Op]]
+    tmp_path: Path, producer: str, deletion_vectors: bool, dedupe: bool, history: list[list[Op]]
 ) -> None:
-    options = {"changelog-producer.row-deduplicate": str(dedupe).lower()}
+    options = {
+        "changelog-producer.row-deduplicate": str(dedupe).lower(),
+        "deletion-vectors.enabled": str(deletion_vectors).lower(),
+    }
     table = _table(tmp_path, producer, **options)
     state: dict[int, int] = {}
     replayed: dict[int, int] = {}

@@ -125,7 +125,11 @@ def test_bad_input_is_refused_before_anything_is_written(catalog: Catalog) -> No
             ConfigError,
             "first-row merge engine only supports",
         ),
-        ({"options": {"deletion-vectors.enabled": "true"}}, ConfigError, "deletion vectors"),
+        (
+            {"options": {"deletion-vectors.enabled": "true", "merge-engine": "first-row"}},
+            ConfigError,
+            "deletion vectors",
+        ),
         (
             {"options": {"merge-engine": "aggregation", "fields.score.aggregate-function": "count"}},
             ConfigError,

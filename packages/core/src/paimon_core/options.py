@@ -863,8 +863,18 @@ DELETION_VECTORS_ENABLED: Option[bool] = _declare(
         "deletion-vectors.enabled",
         parse_bool,
         False,
-        "Deletion vectors: applied when reading (tables Java Paimon wrote); writing them is not supported "
-        "yet, so tables with them are read-only here.",
+        "Deletion vectors on primary-key tables: lookup compaction marks the old rows of updated keys "
+        "deleted instead of rewriting their files, and batch reads read every file above level 0 without "
+        "a merge (level 0 becomes visible once compacted). Not with the first-row engine or the "
+        "full-compaction changelog producer; append tables with them are read-only here.",
+    )
+)
+DELETION_VECTORS_BITMAP64: Option[bool] = _declare(
+    Option(
+        "deletion-vectors.bitmap64",
+        parse_bool,
+        False,
+        "Write 64-bit deletion vectors (Paimon >= 1.2 reads them; older versions read only 32-bit ones).",
     )
 )
 ROW_TRACKING_ENABLED: Option[bool] = _declare(

@@ -37,7 +37,13 @@ from paimon_core.errors import (
     PaimonError,
     SnapshotExpiredError,
 )
-from paimon_core.manifest import DataFileMeta, FileIdentifier, ManifestEntry
+from paimon_core.manifest import (
+    DELETION_VECTORS_INDEX,
+    DataFileMeta,
+    FileIdentifier,
+    IndexFileMeta,
+    ManifestEntry,
+)
 from paimon_core.table import (
     CommitMessage,
     MergeTreeCompactTask,
@@ -47,6 +53,7 @@ from paimon_core.table import (
 )
 
 if TYPE_CHECKING:
+    from paimon_core.snapshot import Snapshot
     from paimon_core.table import Table
 
 __all__ = ["MODES", "CompactJob", "CompactSummary", "Progress", "compact_table"]
@@ -207,8 +214,8 @@ class CompactJob:
 
     # --- planning ------------------------------------------------------------------------------------
 
-    def _live(self) -> list[ManifestEntry]:
-        latest = self.table.snapshot_manager.latest()
+    def _live(self, snapshot: Snapshot | None = None) -> list[ManifestEntry]:
+        latest = snapshot or self.table.snapshot_manager.latest()
         entries = live_entries(self.table, latest, self.predicate)
         if self.partition_filter is None:
             return entries
@@ -236,27 +243,34 @@ class CompactJob:
         ]
 
     def _plan_bucketed(self) -> list[CompactionTask]:
-        latest_id = self.table.snapshot_manager.latest_id()
-        if latest_id is None or (self.streaming and latest_id == self._last_planned_snapshot):
+        latest = self.table.snapshot_manager.latest()
+        if latest is None or (self.streaming and latest.id == self._last_planned_snapshot):
             return []
-        self._last_planned_snapshot = latest_id
+        self._last_planned_snapshot = latest.id
         options = self.table.options
         target = options.target_file_size(bool(self.table.schema.primary_keys))
         force = options.get_option(opts.COMPACTION_FORCE_REWRITE_ALL_FILES)
         min_files = options.get_option(opts.COMPACTION_MIN_FILE_NUM)
         max_files = options.get_option(opts.COMPACTION_MAX_FILE_NUM)
         groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
-        for entry in self._live():
+        for entry in self._live(latest):
             groups.setdefault((entry.partition, entry.bucket), []).append(entry)
+        deletion_files: dict[tuple[bytes, int], list[IndexFileMeta]] = {}
+        for index in self.table.index_entries(latest):
+            if index.file.index_type == DELETION_VECTORS_INDEX:
+                deletion_files.setdefault((index.partition, index.bucket), []).append(index.file)
         tasks: list[CompactionTask] = []
         levels = options.merge_tree_levels()
         for (partition, bucket), entries in groups.items():
             files = [e.file for e in entries]
             if self.table.schema.primary_keys:
-                if self.streaming or needs_full_compaction(files, levels):
+                vectors = tuple(deletion_files.get((partition, bucket), ()))
+                if self.streaming or needs_full_compaction(files, levels, vectors):
                     total = entries[0].total_buckets
                     tasks.append(
-                        MergeTreeCompactTask(partition, bucket, total, tuple(files), not self.streaming)
+                        MergeTreeCompactTask(
+                            partition, bucket, total, tuple(files), not self.streaming, deletion_files=vectors
+                        )
                     )
                 continue
             if self.streaming:

@@ -35,8 +35,10 @@ from paimon_core.errors import (
     SnapshotExpiredError,
 )
 from paimon_core.manifest import (
+    DELETION_VECTORS_INDEX,
     FileIdentifier,
     FileKind,
+    IndexFileMeta,
     IndexManifestEntry,
     ManifestEntry,
     ManifestFileMeta,
@@ -198,15 +200,13 @@ class TableCommit:
         append_entries = self._entries(messages, "new_files", FileKind.ADD) + self._entries(
             messages, "deleted_files", FileKind.DELETE
         )
-        compact_entries = self._entries(messages, "compact_before", FileKind.DELETE) + self._entries(
-            messages, "compact_after", FileKind.ADD
-        )
+        compact_entries = self._compaction_entries(messages)
         append_changelog = self._entries(messages, "changelog_files", FileKind.ADD)
         compact_changelog = self._entries(messages, "compact_changelog_files", FileKind.ADD)
         self._require_files(
             append_entries + compact_entries + append_changelog + compact_changelog, commit_identifier
         )
-        index_changes = _index_changes(messages)
+        index_changes = _index_changes(messages, compaction=False)
         created = []
         has_deletes = any(e.kind == FileKind.DELETE for e in append_entries)
         if append_entries or append_changelog or index_changes or self._force_create_snapshot(messages):
@@ -220,39 +220,71 @@ class TableCommit:
                 changelog=tuple(append_changelog),
             )
             created += self._commit_with_retry(kind, lambda _latest: attempt, commit_identifier)
-        if compact_entries or compact_changelog:
-            attempt_c = _Attempt(
-                CommitKind.COMPACT,
-                compact_entries,
-                check_conflicts=True,
-                watermark=watermark,
-                changelog=tuple(compact_changelog),
-            )
-            try:
-                created += self._commit_with_retry(
-                    CommitKind.COMPACT, lambda _latest: attempt_c, commit_identifier
-                )
-            except (CommitConflictError, CommitRetriesExhaustedError) as exc:
-                if not append_entries:
-                    raise  # a compaction alone: its job re-plans
-                # A writer's inline compaction lost to another compaction or an overwrite: the data landed,
-                # only the rewrite is dropped (every engine's writers get this, not just Table.append).
-                logger.info("inline compaction of %s lost a race: %s", self.table.identifier, exc)
-                self.table.delete_new_files(
-                    [
-                        CommitMessage(
-                            m.partition,
-                            m.bucket,
-                            m.total_buckets,
-                            compact_before=m.compact_before,
-                            compact_after=m.compact_after,
-                            compact_changelog_files=m.compact_changelog_files,
-                        )
-                        for m in messages
-                    ]
-                )
+        created += self._commit_compaction(
+            messages,
+            compact_entries,
+            compact_changelog,
+            commit_identifier,
+            watermark,
+            data_landed=bool(append_entries),
+        )
         self._expire_after(created)
         return created
+
+    def _compaction_entries(self, messages: Sequence[CommitMessage]) -> list[ManifestEntry]:
+        return self._entries(messages, "compact_before", FileKind.DELETE) + self._entries(
+            messages, "compact_after", FileKind.ADD
+        )
+
+    def _commit_compaction(
+        self,
+        messages: Sequence[CommitMessage],
+        compact_entries: list[ManifestEntry],
+        compact_changelog: list[ManifestEntry],
+        commit_identifier: int,
+        watermark: int | None,
+        *,
+        data_landed: bool,
+    ) -> list[int]:
+        """The COMPACT snapshot of the messages' compactions (files rewritten, their changelog, deletion
+        vectors), if any.
+
+        When the data of the same commit landed (``data_landed``), a compaction that lost a race to another
+        compaction or an overwrite is dropped, not raised: only the rewrite is lost (every engine's writers
+        get this, not just Table.append).
+        """
+        index_changes = _index_changes(messages, compaction=True)
+        if not (compact_entries or compact_changelog or index_changes):
+            return []
+        attempt = _Attempt(
+            CommitKind.COMPACT,
+            compact_entries,
+            check_conflicts=True,
+            watermark=watermark,
+            index_changes=index_changes,
+            changelog=tuple(compact_changelog),
+        )
+        try:
+            return self._commit_with_retry(CommitKind.COMPACT, lambda _latest: attempt, commit_identifier)
+        except (CommitConflictError, CommitRetriesExhaustedError) as exc:
+            if not data_landed:
+                raise  # a compaction alone: its job re-plans
+            logger.info("inline compaction of %s lost a race: %s", self.table.identifier, exc)
+            self.table.delete_new_files(
+                [
+                    CommitMessage(
+                        m.partition,
+                        m.bucket,
+                        m.total_buckets,
+                        compact_before=m.compact_before,
+                        compact_after=m.compact_after,
+                        compact_changelog_files=m.compact_changelog_files,
+                        new_index_files=tuple(f for f in m.new_index_files if _is_compaction_index(f)),
+                    )
+                    for m in messages
+                ]
+            )
+            return []
 
     def overwrite(
         self,
@@ -278,6 +310,7 @@ class TableCommit:
         self.last_attempts = {}
         table = self.table
         new_entries = self._entries(messages, "new_files", FileKind.ADD)
+        compact_entries = self._compaction_entries(messages)
         if dynamic is None:
             dynamic = bool(table.partition_keys) and table.options.get_option(
                 opts.DYNAMIC_PARTITION_OVERWRITE
@@ -298,7 +331,7 @@ class TableCommit:
             scope = lambda partition: partition in present  # noqa: E731
         else:
             scope = lambda partition: True  # noqa: E731
-        self._require_files(new_entries, commit_identifier)
+        self._require_files(new_entries + compact_entries, commit_identifier)
 
         def build(latest: Snapshot | None) -> _Attempt:
             # The scope is re-read on every attempt: files added meanwhile in the scope are replaced too.
@@ -311,11 +344,15 @@ class TableCommit:
                 doomed + new_entries,
                 check_conflicts=False,
                 watermark=watermark,
-                index_changes=_index_changes(messages),
+                index_changes=_index_changes(messages, compaction=False),
                 index_scope=scope,
             )
 
         created = self._commit_with_retry(CommitKind.OVERWRITE, build, commit_identifier)
+        # The writers' compactions of the new data follow, as in Java (an overwrite commits no changelog).
+        created += self._commit_compaction(
+            messages, compact_entries, [], commit_identifier, watermark, data_landed=bool(created)
+        )
         self._expire_after(created)
         return created
 
@@ -817,16 +854,24 @@ class TableCommit:
         by_slot = {e.slot: e.file.file_name for e in live}
         replaced = {c.slot: c.file.file_name for c in attempt.index_changes if c.kind == FileKind.DELETE}
         stale = [
-            c.file.file_name
+            c.file
             for c in attempt.index_changes
             if c.kind == FileKind.ADD and by_slot.get(c.slot) != replaced.get(c.slot)
         ]
         if stale:
+            if _is_compaction_index(stale[0]):
+                reason = (
+                    f"the deletion vectors of a bucket of {self.table.path} changed since this compaction read "
+                    "them: another compaction of the bucket won"
+                )
+            else:
+                reason = (
+                    f"the dynamic-bucket hash index of {self.table.path} changed since this writer read it: "
+                    "another writer assigned buckets in the same partition (one writer per partition of a "
+                    "bucket = -1 table)"
+                )
             raise CommitConflictError(
-                f"the dynamic-bucket hash index of {self.table.path} changed since this writer read it: another "
-                "writer assigned buckets in the same partition (one writer per partition of a bucket = -1 "
-                "table); nothing was committed",
-                conflicting_files=stale,
+                f"{reason}; nothing was committed", conflicting_files=[f.file_name for f in stale]
             )
         return combine_index_entries(live, attempt.index_changes)
 
@@ -949,15 +994,21 @@ class _Landed(Exception):
         self.published = published
 
 
-def _index_changes(messages: Sequence[CommitMessage]) -> tuple[IndexManifestEntry, ...]:
-    """The messages' index files: what they replace (DELETE), then what they add (ADD)."""
+def _index_changes(messages: Sequence[CommitMessage], *, compaction: bool) -> tuple[IndexManifestEntry, ...]:
+    """The messages' index files of the data commit (hash indexes) or of the compaction (deletion vectors,
+    which compactions write, as Java 0.9 routes them): what they replace (DELETE), then what they add."""
     changes = [
         IndexManifestEntry(kind, m.partition, m.bucket, file)
         for kind, attribute in ((FileKind.DELETE, "deleted_index_files"), (FileKind.ADD, "new_index_files"))
         for m in messages
         for file in getattr(m, attribute)
+        if _is_compaction_index(file) == compaction
     ]
     return tuple(changes)
+
+
+def _is_compaction_index(file: IndexFileMeta) -> bool:
+    return file.index_type == DELETION_VECTORS_INDEX
 
 
 def _same_partition_value(stored: Any, given: Any) -> bool:

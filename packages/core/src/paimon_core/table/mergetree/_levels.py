@@ -294,15 +294,16 @@ def plan_unit(
     key_of: KeyOf,
     compaction_file_size: int,
     upgrade_strategy: UpgradeStrategy = plain_upgrade,
-    force_drop_delete: bool = False,
+    deletion_vectors: bool = False,
 ) -> CompactPlan:
     """Plan a unit as Paimon's ``MergeTreeCompactTask`` does: overlapping sections are merged; in a
     single-run section, large files are upgraded and runs of small files are merged.
 
     ``upgrade_strategy`` decides how a file moves up (the changelog producers and lookup compaction
-    rewrite some); ``force_drop_delete`` drops retractions from such rewritten upgrades."""
+    rewrite some). With ``deletion_vectors`` every output above level 0 drops retractions: the rows they
+    retract are deleted by vector, and reads do not merge."""
     output = unit.output_level
-    drop_delete = output != 0 and output >= levels.non_empty_highest_level()
+    drop_delete = output != 0 and (output >= levels.non_empty_highest_level() or deletion_vectors)
     upgrades: list[DataFileMeta] = []
     changelog_upgrades: list[DataFileMeta] = []
     rewrite: list[RewriteGroup] = []
@@ -325,7 +326,7 @@ def plan_unit(
             return
         strategy = upgrade_strategy(file, output)
         if strategy is Upgrade.REWRITE:
-            rewrite.append(RewriteGroup((SortedRun((file,)),), force_drop_delete, upgrade=True))
+            rewrite.append(RewriteGroup((SortedRun((file,)),), deletion_vectors, upgrade=True))
         elif strategy is Upgrade.CHANGELOG:
             changelog_upgrades.append(file)
         else:

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -100,14 +101,27 @@ class KeyValueTableRead(TableRead):
             data = parquet.read(columns=wanted, use_threads=True)
         return self._conform_records(self.deletion_vectors.apply(split, file, data), present)
 
+    def read_positioned(self, split: DataSplit, file: DataFileMeta) -> tuple[pa.Table, npt.NDArray[np.int64]]:
+        """A data file's records (as :meth:`read_records`) and the position of each in the file."""
+        records = self.read_records(split, file)
+        kept = self.deletion_vectors.kept_mask(split, file)
+        positions = np.arange(file.row_count, dtype=np.int64)
+        return records, positions if kept is None else positions[kept]
+
     def iter_run(self, split: DataSplit, run: SortedRun, chunk_bytes: int) -> Iterator[pa.Table]:
         """The records of a sorted run's files, in key order, in chunks of about ``chunk_bytes``."""
         for file in run.files:
             present, wanted = self._record_columns(file)
+            kept = self.deletion_vectors.kept_mask(split, file)
+            start = 0  # position of the next batch's first row in the file
             with self._open(split, self._file_path(split, file), buffer_size=_STREAM_BUFFER) as parquet:
                 pending: list[pa.RecordBatch] = []
                 size = 0
                 for batch in parquet.iter_batches(batch_size=_STREAM_ROWS, columns=wanted):
+                    if kept is not None:
+                        mask = kept[start : start + batch.num_rows]
+                        start += batch.num_rows
+                        batch = batch.filter(pa.array(mask))
                     pending.append(batch)
                     size += batch.nbytes
                     if size >= chunk_bytes:

@@ -56,11 +56,16 @@ def check_primary_key_table(schema: TableSchema) -> None:
             opts.CHANGELOG_PRODUCER.key,
         )
     if options.get_option(opts.DELETION_VECTORS_ENABLED):
-        raise ConfigError(
-            "deletion-vectors.enabled: writing deletion vectors is not supported yet; tables Java Paimon "
-            "writes with them can be read",
-            opts.DELETION_VECTORS_ENABLED.key,
-        )
+        if producer not in ("none", "input", "lookup"):  # Java's validateForDeletionVectors
+            raise ConfigError(
+                f"deletion vectors work with changelog-producer none, input or lookup, not {producer}",
+                opts.CHANGELOG_PRODUCER.key,
+            )
+        if engine == "first-row":
+            raise ConfigError(
+                "the first-row merge engine never deletes old rows, so it takes no deletion vectors",
+                opts.DELETION_VECTORS_ENABLED.key,
+            )
     rowkind = options.get_option(opts.ROWKIND_FIELD)
     if rowkind is not None:
         if rowkind not in schema.field_names:
@@ -85,6 +90,6 @@ def check_append_table(schema: TableSchema) -> None:
         raise ConfigError("a changelog producer needs a primary key", opts.CHANGELOG_PRODUCER.key)
     if options.get_option(opts.DELETION_VECTORS_ENABLED):
         raise ConfigError(
-            "deletion-vectors.enabled: writing deletion vectors is not supported yet",
+            "deletion-vectors.enabled on an append table: not supported here (primary-key tables take them)",
             opts.DELETION_VECTORS_ENABLED.key,
         )

@@ -18,8 +18,8 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from paimon_core import options as opts
-from paimon_core.errors import ConfigError, SchemaError
-from paimon_core.manifest import DataFileMeta
+from paimon_core.errors import SchemaError
+from paimon_core.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexFileMeta
 from paimon_core.storage import join_path
 from paimon_core.table._convert import conform_batch, iter_batches
 from paimon_core.table._messages import CommitMessage
@@ -33,6 +33,7 @@ from paimon_core.table.mergetree._changelog import (
     lookup_changelog,
     new_keys_changelog,
 )
+from paimon_core.table.mergetree._deletion import BucketDeletionVectors
 from paimon_core.table.mergetree._dynamic_bucket import DynamicBucketAssigner
 from paimon_core.table.mergetree._kway import merge_sorted_runs
 from paimon_core.table.mergetree._layout import is_add, kinds_of
@@ -40,6 +41,7 @@ from paimon_core.table.mergetree._levels import (
     CompactUnit,
     Levels,
     RewriteGroup,
+    SortedRun,
     UniversalCompaction,
     Upgrade,
     pick_full_compaction,
@@ -51,6 +53,7 @@ from paimon_core.table.mergetree._merge import (
     Deduplicate,
     FirstRow,
     Indices,
+    group_ids,
     order_records,
 )
 from paimon_core.table.mergetree._reader import KeyValueTableRead, merge_records, only_adds
@@ -75,6 +78,7 @@ class MergeTreeWriter:
         partition, bucket, directory: where the bucket lives.
         restored: the bucket's live files; sequence numbers continue after theirs.
         compact: run universal compaction after flushes (False for ``write-only`` writers).
+        deletion_files: the bucket's deletion-vector index files, from the snapshot of ``restored``.
     """
 
     def __init__(
@@ -85,14 +89,9 @@ class MergeTreeWriter:
         directory: str,
         restored: Sequence[DataFileMeta],
         compact: bool,
+        deletion_files: Sequence[IndexFileMeta] = (),
     ) -> None:
         options = table.options
-        if options.get_option(opts.DELETION_VECTORS_ENABLED):
-            raise ConfigError(
-                f"{table.identifier} has deletion-vectors.enabled: writing and compacting tables with deletion "
-                "vectors is not supported yet (reading them is)",
-                opts.DELETION_VECTORS_ENABLED.key,
-            )
         self.table = table
         self.partition = partition
         self.bucket = bucket
@@ -100,9 +99,14 @@ class MergeTreeWriter:
         self.compact = compact
         self.reader = KeyValueTableRead(table)
         self.layout = self.reader.layout
+        self.dv: BucketDeletionVectors | None = None
+        if options.get_option(opts.DELETION_VECTORS_ENABLED):
+            self.dv = BucketDeletionVectors(table, deletion_files)
+            self.reader.deletion_vectors = self.dv  # compaction reads see the vectors as they change
         self.first_row = isinstance(self.reader.engine, FirstRow)
         self.producer = options.get_option(opts.CHANGELOG_PRODUCER)
-        # Lookup compaction (Java's needLookup): first-row, and wherever reads merge in lookup mode.
+        # Lookup compaction (Java's needLookup): first-row, and wherever reads merge in lookup mode
+        # (the lookup producer, deletion vectors).
         self.lookup = self.first_row or self.reader.lookup_merge
         self.deduplicate_changelog = options.get_option(opts.CHANGELOG_PRODUCER_ROW_DEDUPLICATE)
         self.levels = Levels(restored, options.merge_tree_levels(), self.layout.key_of)
@@ -197,9 +201,16 @@ class MergeTreeWriter:
     # --- compaction -------------------------------------------------------------------------------------------
 
     def full_compaction(self) -> None:
-        """Merge every sorted run of the bucket into the top level."""
+        """Merge every sorted run of the bucket into the top level (with deletion vectors, a bucket on the
+        top level already has its files with deleted rows rewritten, as Java >= 1.0 does)."""
         self.flush()
-        self._compact(pick_full_compaction(self.levels.num_levels, self.levels.sorted_runs()))
+        unit = pick_full_compaction(self.levels.num_levels, self.levels.sorted_runs())
+        if unit is not None or self.dv is None:
+            self._compact(unit)
+            return
+        top = self.levels.max_level
+        deleted = [f for f in self.levels.all_files() if self.dv.has_deletions(f.file_name)]
+        self._execute(top, [RewriteGroup((SortedRun((f,)),), drop_delete=True) for f in deleted])
 
     def compact_picked(self) -> None:
         """Run the compaction the universal picker asks for, if any."""
@@ -210,27 +221,49 @@ class MergeTreeWriter:
         if unit is None:
             return
         output = unit.output_level
-        plan = plan_unit(unit, self.levels, self.layout.key_of, self.small_file_size, self._upgrade_strategy)
+        plan = plan_unit(
+            unit,
+            self.levels,
+            self.layout.key_of,
+            self.small_file_size,
+            self._upgrade_strategy,
+            deletion_vectors=self.dv is not None,
+        )
+        self._execute(output, plan.rewrites, plan.upgrades, plan.changelog_upgrades)
+
+    def _execute(
+        self,
+        output: int,
+        rewrites: Sequence[RewriteGroup],
+        upgrades: Sequence[DataFileMeta] = (),
+        changelog_upgrades: Sequence[DataFileMeta] = (),
+    ) -> None:
+        """Move files up to ``output`` and rewrite groups there."""
         before: list[DataFileMeta] = []
         after: list[DataFileMeta] = []
-        for file in (*plan.upgrades, *plan.changelog_upgrades):
+        for file in (*upgrades, *changelog_upgrades):
             before.append(file)
             after.append(replace(file, level=output))
-        if self.producer in ("lookup", "full-compaction"):
-            for file in plan.changelog_upgrades:
-                split = self._split([file])
-                changelog = self._changelog_merge(split, [file], output).changelog
-                self.compact_changelog += self._write_files(changelog, output, 0, changelog=True)
+        if self.producer in ("lookup", "full-compaction") or self.dv is not None:
+            for file in changelog_upgrades:
+                # The file moves up as it is; the lookup gives its changelog and deletes older rows.
+                self._compaction_changelog(self._changelog_merge(self._split([file]), [file], output), output)
         # Each group is rewritten into files of its own, as Java does: outputs never span an upgraded file.
-        for group in plan.rewrites:
+        for group in rewrites:
             files = group.files
             chunks = self._rewrite(group, output)
             if group.drop_delete:
                 chunks = (only_adds(c) for c in chunks)
             before += files
             after += self._write_files(chunks, output, _FILE_SOURCE_COMPACT)
+            if self.dv is not None:
+                self.dv.forget(f.file_name for f in files)
         self.levels.update(before, after)
         self._record_compaction(before, after)
+
+    def _compaction_changelog(self, compacted: Compacted, output: int) -> None:
+        if self.producer in ("lookup", "full-compaction"):
+            self.compact_changelog += self._write_files(compacted.changelog, output, 0, changelog=True)
 
     def _upgrade_strategy(self, file: DataFileMeta, output: int) -> Upgrade:
         """Java's ``upgradeStrategy`` of the table's compaction rewriter."""
@@ -243,11 +276,12 @@ class MergeTreeWriter:
             return Upgrade.CHANGELOG  # the file's records stay the bucket's newest as they are
         return Upgrade.REWRITE  # they merge with what higher levels hold
 
-    def _produces_changelog(self, group: RewriteGroup, output: int) -> bool:
-        """Whether rewriting ``group`` produces changelog (Java's ``rewriteChangelog``)."""
+    def _lookup_rewrite(self, group: RewriteGroup, output: int) -> bool:
+        """Whether rewriting ``group`` runs the producer's merge (Java's ``rewriteChangelog``): it gives the
+        changelog and, with deletion vectors, deletes the older rows it looks up."""
         if self.producer == "full-compaction":
             return output == self.levels.max_level
-        if self.producer == "lookup":
+        if self.producer == "lookup" or self.dv is not None:
             return group.upgrade or (output > 0 and any(f.level == 0 for f in group.files))
         return False
 
@@ -258,9 +292,9 @@ class MergeTreeWriter:
         """The merged records of a rewrite group, in chunks (its changelog written on the way)."""
         files = group.files
         split = self._split(files)
-        if self._produces_changelog(group, output):
+        if self._lookup_rewrite(group, output):
             compacted = self._changelog_merge(split, files, output)
-            self.compact_changelog += self._write_files(compacted.changelog, output, 0, changelog=True)
+            self._compaction_changelog(compacted, output)
             return [compacted.merged]
         if self.first_row:
             merged = self.reader.merged(split, files)
@@ -297,8 +331,8 @@ class MergeTreeWriter:
         needed[leveled.groups[leveled.levels > 0]] = False
         found = self._lookup_above(split, leveled.records.filter(pa.array(needed[leveled.groups])), output)
         if found is not None:
-            records = pa.concat_tables([leveled.records, found.records])
-            levels = np.concatenate([leveled.levels, found.levels])
+            records = pa.concat_tables([leveled.records, found[0]])
+            levels = np.concatenate([leveled.levels, found[1]])
             leveled = LeveledRecords.order(records, levels, layout, reader.descending)
         return lookup_changelog(leveled, reader.engine, self.deduplicate_changelog, values)
 
@@ -314,24 +348,36 @@ class MergeTreeWriter:
             if f.level > output and not (key_of(f.max_key) < low or key_of(f.min_key) > high)
         ]
 
-    def _lookup_above(self, split: DataSplit, records: pa.Table, output: int) -> LeveledRecords | None:
+    def _lookup_above(
+        self, split: DataSplit, records: pa.Table, output: int
+    ) -> tuple[pa.Table, npt.NDArray[np.int32]] | None:
         """For the keys of ``records`` (key-ordered), their record on the lowest level above ``output`` that
-        holds them (Java's ``LookupLevels.lookup``)."""
+        holds them, with its level (Java's ``LookupLevels.lookup``). With deletion vectors, each record found
+        is deleted from its file: the compaction writes the key's new value below it."""
         if records.num_rows == 0:
             return None
         files = self._files_above(records, output)
         if not files:
             return None
-        leveled = self.reader.read_leveled(split, files)
-        rows = self._rows_with_keys_of(leveled.records, records)
+        reads = [self.reader.read_positioned(split, f) for f in files]
+        found = pa.concat_tables([r for r, _ in reads])
+        positions = np.concatenate([p for _, p in reads])
+        owners = np.repeat(np.arange(len(files)), [len(p) for _, p in reads])
+        levels = np.array([f.level for f in files], dtype=np.int32)[owners]
+        rows = self._rows_with_keys_of(found, records)
         if len(rows) == 0:
             return None
-        groups, levels = leveled.groups[rows], leveled.levels[rows]
-        # lowest level first within each key: the newest complete value
-        order = np.lexsort((levels, groups))
-        rows, groups = rows[order], groups[order]
-        first = rows[np.r_[True, groups[1:] != groups[:-1]]]
-        return LeveledRecords(leveled.records.take(pa.array(first)), groups, leveled.levels[first])
+        # each key's row on its lowest level: the newest complete value
+        names = list(self.layout.key_names)
+        probe = found.select(names).take(pa.array(rows))
+        probe = probe.append_column("__level", pa.array(levels[rows])).append_column("__row", pa.array(rows))
+        probe = probe.sort_by([*((name, "ascending") for name in names), ("__level", "ascending")])
+        keys = group_ids(probe, names)
+        first: npt.NDArray[np.int64] = probe.column("__row").to_numpy()[np.r_[True, keys[1:] != keys[:-1]]]
+        if self.dv is not None:
+            for owner in np.unique(owners[first]):
+                self.dv.delete_rows(files[owner].file_name, positions[first[owners[first] == owner]])
+        return found.take(pa.array(first)), levels[first]
 
     def _not_above(self, merged: pa.Table, split: DataSplit, output: int) -> npt.NDArray[np.bool_]:
         """First-row lookup: which merged keys no level above ``output`` holds (those keep their row)."""
@@ -409,10 +455,13 @@ class MergeTreeWriter:
             self.full_compaction()
         else:
             self.flush()
+        new_index, replaced_index = self.dv.prepare_commit() if self.dv is not None else ((), ())
         message = CommitMessage(
             self.partition,
             self.bucket,
             self.table.bucket,
+            new_index_files=new_index,
+            deleted_index_files=replaced_index,
             new_files=tuple(self.new_files),
             compact_before=tuple(self.compact_before.values()),
             compact_after=tuple(self.compact_after),
@@ -445,6 +494,7 @@ class KeyValueTableWrite(TableWrite):
         self._overwrite = overwrite
         self._trees: dict[tuple[bytes, int], MergeTreeWriter] = {}
         self._restored: dict[tuple[bytes, int], list[DataFileMeta]] | None = None
+        self._deletion_files: dict[tuple[bytes, int], list[IndexFileMeta]] = {}
         self._compact = not table.options.get_option(opts.WRITE_ONLY)
         self._full_compaction = full_compaction
         self._rowkind_field = table.options.get_option(opts.ROWKIND_FIELD)
@@ -518,6 +568,7 @@ class KeyValueTableWrite(TableWrite):
                 table.bucket_dir(partition, bucket),
                 self._restore(partition, bucket),
                 self._compact,
+                self._deletion_files.get(key, ()),
             )
             self._trees[key] = tree
         return tree
@@ -527,8 +578,15 @@ class KeyValueTableWrite(TableWrite):
             return []  # the overwrite replaces the bucket's files: start a fresh tree
         if self._restored is None:
             self._restored = {}
-            for entry in self.table.live_entries():
-                self._restored.setdefault((entry.partition, entry.bucket), []).append(entry.file)
+            snapshot = self.table.latest_snapshot()
+            if snapshot is not None:
+                for entry in self.table.live_entries(snapshot.id):
+                    self._restored.setdefault((entry.partition, entry.bucket), []).append(entry.file)
+                for index in self.table.index_entries(snapshot):
+                    if index.file.index_type == DELETION_VECTORS_INDEX:
+                        self._deletion_files.setdefault((index.partition, index.bucket), []).append(
+                            index.file
+                        )
         return self._restored.get((partition, bucket), [])
 
     def _bound_memory(self) -> None:
@@ -551,10 +609,11 @@ class KeyValueTableWrite(TableWrite):
             if self._assigner is not None:
                 new, replaced = self._assigner.index_changes(tree.partition, tree.bucket)
                 if new:
+                    message = message or CommitMessage(tree.partition, tree.bucket, self.table.bucket)
                     message = replace(
-                        message or CommitMessage(tree.partition, tree.bucket, self.table.bucket),
-                        new_index_files=new,
-                        deleted_index_files=replaced,
+                        message,
+                        new_index_files=(*new, *message.new_index_files),
+                        deleted_index_files=(*replaced, *message.deleted_index_files),
                     )
             if message is not None:
                 messages.append(message)
@@ -602,6 +661,7 @@ class MergeTreeCompactTask:
         partition, bucket, total_buckets: the bucket and its entries' ``_TOTAL_BUCKETS``.
         files: the bucket's live files.
         full: merge everything into the top level; otherwise compact what the universal picker picks.
+        deletion_files: the bucket's deletion-vector index files, from the snapshot of ``files``.
     """
 
     partition: bytes
@@ -609,6 +669,7 @@ class MergeTreeCompactTask:
     total_buckets: int
     files: tuple[DataFileMeta, ...]
     full: bool = True
+    deletion_files: tuple[IndexFileMeta, ...] = ()
 
     @property
     def input_bytes(self) -> int:
@@ -622,6 +683,7 @@ class MergeTreeCompactTask:
             table.bucket_dir(self.partition, self.bucket),
             self.files,
             True,
+            self.deletion_files,
         )
         if self.full:
             tree.full_compaction()
@@ -631,6 +693,11 @@ class MergeTreeCompactTask:
         return message or CommitMessage(self.partition, self.bucket, self.total_buckets)
 
 
-def needs_full_compaction(files: Sequence[DataFileMeta], num_levels: int) -> bool:
-    """Whether a full compaction of a bucket holding ``files`` would change anything."""
+def needs_full_compaction(
+    files: Sequence[DataFileMeta], num_levels: int, deletion_files: Sequence[IndexFileMeta] = ()
+) -> bool:
+    """Whether a full compaction of a bucket holding ``files`` (and deletion vectors in ``deletion_files``)
+    would change anything."""
+    if any(meta.row_count > 0 for meta in deletion_files):
+        return True  # files with deleted rows are rewritten
     return len(files) > 1 or any(f.level != num_levels - 1 or f.delete_row_count != 0 for f in files)
