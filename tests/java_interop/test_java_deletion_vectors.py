@@ -216,6 +216,73 @@ def test_java_reads_the_deletion_vectors_we_write(ours: Catalog, java: Any) -> N
     assert _our_read(ours) == java_rows
 
 
+def _our_write(ours: Catalog, rows: list[Row], kinds: list[str]) -> None:
+    """One commit of upserts and deletes through our writer (its inline lookup compaction writes vectors)."""
+    table = ours.get_table(IDENTIFIER)
+    names = [c for c, _ in COLUMNS]
+    schema = table.arrow_schema
+    upserts = [dict(zip(names, r, strict=True)) for r, k in zip(rows, kinds, strict=True) if k == "+I"]
+    deletes = [{"dt": r[0], "id": r[1]} for r, k in zip(rows, kinds, strict=True) if k == "-D"]
+    writer = table.new_write()
+    writer.write(pa.Table.from_pylist(upserts, schema=schema))
+    if deletes:
+        writer.delete(
+            pa.Table.from_pylist(deletes, schema=pa.schema([schema.field("dt"), schema.field("id")]))
+        )
+    table.new_commit().commit(writer.prepare_commit())
+    writer.close()
+
+
+def test_java_reads_a_deletion_vector_table_we_write_and_writes_on(ours: Catalog, java: Any) -> None:
+    """We write the history (our compactions write the vectors): Java's read equals ours; Java's writer then
+    restores our vectors, writes and compacts on, and we read what Java reads."""
+    ours.create_table(
+        IDENTIFIER,
+        pa.schema(
+            [
+                pa.field("dt", pa.string(), nullable=False),
+                pa.field("id", pa.int64(), nullable=False),
+                pa.field("name", pa.string()),
+                pa.field("score", pa.int64()),
+            ]
+        ),
+        primary_keys=["dt", "id"],
+        partition_keys=["dt"],
+        options=OPTIONS,
+    )
+    model: dict[tuple[str, int], Row] = {}
+    for rows, kinds in _commits(4):
+        _our_write(ours, rows, kinds)
+        for row, kind in zip(rows, kinds, strict=True):
+            model.pop(row[:2], None) if kind == "-D" else model.update({row[:2]: row})
+    table = ours.get_table(IDENTIFIER)
+    ours_vectors = _all_vectors(table)
+    assert any(not v.is_empty() for v in ours_vectors.values()), "our compactions wrote no deletion vector"
+    expected = sorted(model.values(), key=lambda r: tuple((v is not None, v) for v in r))
+    assert _our_read(ours) == expected
+    assert java.read(NAME) == expected
+    assert _surviving_rows(table, ours_vectors) == expected
+
+    for rows, kinds in _commits(2, start=4):
+        java.write(NAME, rows, kinds)
+        for row, kind in zip(rows, kinds, strict=True):
+            model.pop(row[:2], None) if kind == "-D" else model.update({row[:2]: row})
+    expected = sorted(model.values(), key=lambda r: tuple((v is not None, v) for v in r))
+    assert java.read(NAME) == expected
+    assert _our_read(ours) == expected
+    table = ours.get_table(IDENTIFIER)
+    assert _surviving_rows(table, _all_vectors(table)) == expected
+
+
+def _all_vectors(table: Table) -> dict[str, DeletionVector]:
+    return {
+        name: vector
+        for index in table.index_entries()
+        if index.file.index_type == DELETION_VECTORS_INDEX
+        for name, vector in read_deletion_vectors(table, index.file).items()
+    }
+
+
 def _publish_snapshot_with_index_manifest(table: Table, index_manifest: str) -> None:
     """Copy the latest snapshot as the next one, with another index manifest (the data files stay)."""
     latest = table.latest_snapshot()
