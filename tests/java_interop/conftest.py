@@ -365,6 +365,50 @@ class JavaPaimon:
             iterator.close()
         return sorted(rows, key=_sort_key)
 
+    def read_changes(self, name: str) -> list[tuple[Any, ...]]:
+        """Every change of the table from its first snapshot on, as Java's stream scan reads them:
+        ``(rowkind, *values)`` in the order read (a snapshot at a time, until the latest)."""
+        options = self.jvm.java.util.HashMap()
+        options.put("scan.mode", "from-snapshot")
+        options.put("scan.snapshot-id", "1")
+        table = self._call(
+            self.paimon.table.Table, self.table(name), "copy", (self.jvm.java.util.Map, options)
+        )
+        row_type = table.rowType()
+        builder = self._call(self.paimon.table.Table, table, "newReadBuilder")
+        scan = builder.newStreamScan()
+        read = builder.newRead()
+        getters = [
+            self.paimon.data.InternalRow.createFieldGetter(row_type.getTypeAt(i), i)
+            for i in range(row_type.getFieldCount())
+        ]
+        strings = [row_type.getTypeAt(i).getTypeRoot().name() == "VARCHAR" for i in range(len(getters))]
+        latest = self.latest_snapshot_id(name)
+        rows: list[tuple[Any, ...]] = []
+        while True:
+            splits = scan.plan().splits()
+            if splits.size():
+                reader = self._call(
+                    self.paimon.table.source.TableRead,
+                    read,
+                    "createReader",
+                    (self.jvm.java.util.List, splits),
+                )
+                iterator = self.paimon.reader.RecordReaderIterator(reader)
+                try:
+                    while iterator.hasNext():
+                        row = iterator.next()
+                        values = [row.getRowKind().shortString()]
+                        for getter, is_string in zip(getters, strings, strict=True):
+                            value = getter.getFieldOrNull(row)
+                            values.append(value.toString() if is_string and value is not None else value)
+                        rows.append(tuple(values))
+                finally:
+                    iterator.close()
+            next_snapshot = scan.checkpoint()
+            if next_snapshot is None or int(next_snapshot) > latest:
+                return rows
+
 
 def _sort_key(row: tuple[Any, ...]) -> tuple[Any, ...]:
     """Order rows holding None next to values of any type."""
