@@ -206,16 +206,16 @@ def test_overwrite_replaces_vectors_and_commits_its_compactions(tmp_path: Path) 
     table = _table(tmp_path, bucket="1", **{"write-buffer-size": "4kb", "write-buffer-spillable": "false"})
     table.append(pa.table({"k": pa.array(range(30), pa.int32()), "a": [1] * 30, "b": [1] * 30}))
     table.append(pa.table({"k": pa.array([1], pa.int32()), "a": [2], "b": [2]}))
-    data = pa.table({"k": pa.array([i % 300 for i in range(3000)], pa.int32()), "a": range(3000), "b": range(3000)})
+    data = pa.table(
+        {"k": pa.array([i % 300 for i in range(3000)], pa.int32()), "a": range(3000), "b": range(3000)}
+    )
     table.overwrite(data.to_batches(max_chunksize=200))
     rows = _read(table)
     assert len(rows) == 300 and all(rows[k]["a"] == 2700 + k for k in rows)
     kinds = [s.commit_kind for s in table.snapshots()]
     assert CommitKind.OVERWRITE in kinds and kinds[-1] == CommitKind.COMPACT, "the writer's compaction landed"
     on_disk = {p.name for p in Path(table.bucket_dir(b"", 0).removeprefix("file://")).iterdir()}
-    referenced = {
-        f.file_name for s in table.snapshots() for f in (e.file for e in table.live_entries(s.id))
-    }
+    referenced = {f.file_name for s in table.snapshots() for f in (e.file for e in table.live_entries(s.id))}
     assert not {n for n in on_disk - referenced if n.startswith("data-")}, "no orphan compaction output"
     _check_invariants(table)
 
@@ -319,3 +319,27 @@ def test_bitmap64_vectors_are_written_when_asked(tmp_path: Path) -> None:
     [vectors] = _deletion_vectors(table).values()
     assert [v.bitmap64 for v in vectors.values()] == [True]
     assert _read(table)[4]["a"] == 2
+
+
+def test_dynamic_bucket_partitioned_table_keeps_both_index_kinds(tmp_path: Path) -> None:
+    catalog = Catalog.open(str(tmp_path))
+    catalog.create_database("db")
+    schema = pa.schema([pa.field("dt", pa.string(), nullable=False), *SCHEMA])
+    table = catalog.create_table(
+        "db.dyn",
+        schema,
+        primary_keys=["dt", "k"],
+        partition_keys=["dt"],
+        options={"bucket": "-1", "dynamic-bucket.target-row-num": "30", "deletion-vectors.enabled": "true"},
+    )
+    model: dict[tuple[str, int], int] = {}
+    for round_ in range(6):
+        keys = list(range(round_ * 10, round_ * 10 + 40))
+        rows = [{"dt": dt, "k": k, "a": round_, "b": round_} for dt in ("x", "y") for k in keys]
+        table.append(pa.Table.from_pylist(rows, schema=schema))
+        model.update({(r["dt"], r["k"]): round_ for r in rows})
+        got = {(r["dt"], r["k"]): r["a"] for r in table.to_arrow().to_pylist()}
+        assert got == model
+        _check_invariants(table)
+    kinds = Counter(e.file.index_type for e in table.index_entries())
+    assert kinds["HASH"] >= 4 and kinds[DELETION_VECTORS_INDEX] >= 2, kinds
