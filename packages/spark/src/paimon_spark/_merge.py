@@ -34,6 +34,7 @@ import operator
 import pickle
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import pyarrow as pa
@@ -51,7 +52,7 @@ from paimon_core.table import CommitMessage, DataSplit, Table
 from paimon_core.table.mergetree import DELETE, INSERT, UPDATE_AFTER
 from paimon_spark._compact import parse_options
 from paimon_spark._options import SourceConfig
-from paimon_spark._prune import is_column, partition_filter
+from paimon_spark._prune import is_column, partition_filter, top_level_chars
 from paimon_spark._source import _abort, _write_task
 from paimon_spark._types import to_spark_schema
 from paimon_spark._upsert import KIND_COLUMN, check_row_level, write_records
@@ -459,22 +460,8 @@ def _parse_setting(setting: str, argument: str) -> dict[str, str]:
 
 def split_top_level(text: str, separator: str = ",") -> list[str]:
     """Split at ``separator`` outside parentheses, brackets and quotes (``'...'``, ``"..."``, ```...```)."""
-    parts: list[str] = []
-    depth, quote, start = 0, "", 0
-    for i, char in enumerate(text):
-        if quote:
-            if char == quote:
-                quote = ""
-        elif char in "'\"`":
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == separator and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    parts.append(text[start:].strip())
+    cuts = [-1, *(i for i, char in top_level_chars(text) if char == separator), len(text)]
+    parts = (text[start + 1 : end].strip() for start, end in pairwise(cuts))
     return [p for p in parts if p]
 
 

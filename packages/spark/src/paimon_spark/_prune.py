@@ -57,7 +57,7 @@ _LOOSER_WORDS = {
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _top_level(text: str) -> list[tuple[int, str]]:
+def top_level_chars(text: str) -> list[tuple[int, str]]:
     """The characters of ``text`` outside quotes, backquotes and parentheses, with their positions."""
     out: list[tuple[int, str]] = []
     depth, quote = 0, ""
@@ -79,7 +79,7 @@ def _top_level(text: str) -> list[tuple[int, str]]:
 def _top_level_words(text: str) -> list[tuple[int, int, str]]:
     """(start, end, lower-cased word) of every identifier-like word at the top level of ``text``."""
     visible = [" "] * len(text)
-    for i, char in _top_level(text):
+    for i, char in top_level_chars(text):
         visible[i] = char
     return [(m.start(), m.end(), m.group().lower()) for m in _WORD.finditer("".join(visible))]
 
@@ -148,7 +148,7 @@ def equated_expressions(terms: list[str], alias: str | None, column: str, *, qua
     found = []
     for term in terms:
         # One comparison and no operator that binds looser than it: then the sides are what they look like.
-        operators = [(i, char) for i, char in _top_level(term) if char in "=<>!"]
+        operators = [(i, char) for i, char in top_level_chars(term) if char in "=<>!"]
         if len(operators) != 1 or operators[0][1] != "=":
             continue
         if any(word in _LOOSER_WORDS for _, _, word in _top_level_words(term)):
