@@ -340,6 +340,15 @@ class JavaPaimon:
         read = builder.newRead()
         if where is not None:
             read = self._call(self.paimon.table.source.TableRead, read, "executeFilter")
+        rows = []
+        for kind, *values in self._read_splits(row_type, read, splits):
+            if kind not in ("+I", "+U"):
+                raise AssertionError(f"Java's batch read of {name} returned a {kind} row")
+            rows.append(tuple(values))
+        return sorted(rows, key=_sort_key)
+
+    def _read_splits(self, row_type: Any, read: Any, splits: Any) -> list[tuple[Any, ...]]:
+        """The rows of ``splits`` through a ``TableRead``, each ``(rowkind, *values)``, in read order."""
         reader = self._call(
             self.paimon.table.source.TableRead, read, "createReader", (self.jvm.java.util.List, splits)
         )
@@ -353,17 +362,14 @@ class JavaPaimon:
         try:
             while iterator.hasNext():
                 row = iterator.next()
-                kind = row.getRowKind().shortString()
-                if kind not in ("+I", "+U"):
-                    raise AssertionError(f"Java's batch read of {name} returned a {kind} row")
-                values = []
+                values = [row.getRowKind().shortString()]
                 for getter, is_string in zip(getters, strings, strict=True):
                     value = getter.getFieldOrNull(row)
                     values.append(value.toString() if is_string and value is not None else value)
                 rows.append(tuple(values))
         finally:
             iterator.close()
-        return sorted(rows, key=_sort_key)
+        return rows
 
     def read_changes(self, name: str) -> list[tuple[Any, ...]]:
         """Every change of the table from its first snapshot on, as Java's stream scan reads them:
@@ -374,37 +380,15 @@ class JavaPaimon:
         table = self._call(
             self.paimon.table.Table, self.table(name), "copy", (self.jvm.java.util.Map, options)
         )
-        row_type = table.rowType()
         builder = self._call(self.paimon.table.Table, table, "newReadBuilder")
         scan = builder.newStreamScan()
         read = builder.newRead()
-        getters = [
-            self.paimon.data.InternalRow.createFieldGetter(row_type.getTypeAt(i), i)
-            for i in range(row_type.getFieldCount())
-        ]
-        strings = [row_type.getTypeAt(i).getTypeRoot().name() == "VARCHAR" for i in range(len(getters))]
         latest = self.latest_snapshot_id(name)
         rows: list[tuple[Any, ...]] = []
         while True:
             splits = scan.plan().splits()
             if splits.size():
-                reader = self._call(
-                    self.paimon.table.source.TableRead,
-                    read,
-                    "createReader",
-                    (self.jvm.java.util.List, splits),
-                )
-                iterator = self.paimon.reader.RecordReaderIterator(reader)
-                try:
-                    while iterator.hasNext():
-                        row = iterator.next()
-                        values = [row.getRowKind().shortString()]
-                        for getter, is_string in zip(getters, strings, strict=True):
-                            value = getter.getFieldOrNull(row)
-                            values.append(value.toString() if is_string and value is not None else value)
-                        rows.append(tuple(values))
-                finally:
-                    iterator.close()
+                rows += self._read_splits(table.rowType(), read, splits)
             next_snapshot = scan.checkpoint()
             if next_snapshot is None or int(next_snapshot) > latest:
                 return rows
