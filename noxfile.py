@@ -51,7 +51,8 @@ class Package:
 
 
 PACKAGES = (
-    Package("core", "paimon-core", extras="pandas"),
+    # polars and duckdb: the Arrow interchange tests run against the real libraries.
+    Package("core", "paimon-core", extras="pandas,polars,duckdb"),
     # With every extra: its unit tests build each backend and the jdbc lock (imports only, no servers).
     Package("storage", "paimon-storage", siblings=("core",), extras="s3,gcs,azure,postgres"),
     Package("testing", "paimon-testing", siblings=("core",)),

@@ -40,6 +40,10 @@ class UnsupportedTypeError(SchemaError, TypeError):
     """A data type has no Paimon or Arrow equivalent."""
 
 
+class MissingDependencyError(PaimonError, ImportError):
+    """An optional library a call needs is not installed; the message says what to install."""
+
+
 # --- catalog ----------------------------------------------------------------------------------------------
 
 

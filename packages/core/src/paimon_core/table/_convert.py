@@ -11,7 +11,8 @@ from paimon_core.errors import SchemaError
 
 
 def iter_batches(data: Any) -> Iterator[pa.RecordBatch]:
-    """Yield record batches from an Arrow table, batch, reader, iterable of batches or a pandas DataFrame."""
+    """Yield record batches from an Arrow table, batch, reader, iterable of batches, a pandas DataFrame, or
+    anything that exports Arrow through the PyCapsule interface (polars, duckdb, arro3, ...)."""
     if isinstance(data, pa.RecordBatch):
         yield data
     elif isinstance(data, pa.Table):
@@ -20,13 +21,17 @@ def iter_batches(data: Any) -> Iterator[pa.RecordBatch]:
         yield from data
     elif _is_pandas(data):
         yield from pa.Table.from_pandas(data, preserve_index=False).to_batches()
+    elif hasattr(data, "__arrow_c_stream__"):  # before Iterable: a polars DataFrame iterates its columns
+        yield from pa.RecordBatchReader.from_stream(data)
+    elif hasattr(data, "__arrow_c_array__"):
+        yield pa.record_batch(data)
     elif isinstance(data, Iterable) and not isinstance(data, (str, bytes, dict)):
         for item in data:
             yield from iter_batches(item)
     else:
         raise SchemaError(
             f"cannot write {type(data).__name__}: expected a pyarrow Table, RecordBatch, RecordBatchReader, "
-            "an iterable of those, or a pandas DataFrame"
+            "an iterable of those, a pandas DataFrame, or an object with __arrow_c_stream__ (polars, duckdb)"
         )
 
 
@@ -51,14 +56,24 @@ def _same_family(src: pa.DataType, dst: pa.DataType) -> bool:
     for check in checks:
         if check(dst):
             return bool(check(src)) or (check is pa.types.is_floating and pa.types.is_integer(src))
+    # view layouts (polars exports strings as string_view) belong to their family
     if pa.types.is_string(dst) or pa.types.is_large_string(dst):
-        return bool(pa.types.is_string(src) or pa.types.is_large_string(src))
+        return bool(pa.types.is_string(src) or pa.types.is_large_string(src) or pa.types.is_string_view(src))
     if pa.types.is_binary(dst) or pa.types.is_large_binary(dst) or pa.types.is_fixed_size_binary(dst):
         return bool(
-            pa.types.is_binary(src) or pa.types.is_large_binary(src) or pa.types.is_fixed_size_binary(src)
+            pa.types.is_binary(src)
+            or pa.types.is_large_binary(src)
+            or pa.types.is_fixed_size_binary(src)
+            or pa.types.is_binary_view(src)
         )
     if pa.types.is_list(dst):
-        return bool(pa.types.is_list(src) or pa.types.is_large_list(src) or pa.types.is_fixed_size_list(src))
+        return bool(
+            pa.types.is_list(src)
+            or pa.types.is_large_list(src)
+            or pa.types.is_fixed_size_list(src)
+            or pa.types.is_list_view(src)
+            or pa.types.is_large_list_view(src)
+        )
     if pa.types.is_map(dst):
         return bool(pa.types.is_map(src))
     if pa.types.is_struct(dst):

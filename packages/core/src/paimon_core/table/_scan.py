@@ -334,6 +334,12 @@ class TableScan:
             return []
         return make_splits(self.table, self.snapshot.id, self.files())
 
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """The scan's rows (its splits read with its filter) as an Arrow C stream (the PyCapsule interface)."""
+        reader = self.table.new_read(filter=self.predicate).to_reader(self.plan())
+        capsule: object = reader.__arrow_c_stream__(requested_schema)
+        return capsule
+
 
 def incremental_reads_changelog(options: opts.Options) -> bool:
     """Whether an incremental read of a primary-key table reads changelog files rather than new files."""

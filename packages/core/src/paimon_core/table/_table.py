@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from paimon_core import options as opts
+from paimon_core._optional import import_optional
 from paimon_core.binary_row import deserialize_row
 from paimon_core.errors import (
     AtomicCommitUnsupportedError,
@@ -40,7 +41,9 @@ from paimon_core.table.mergetree import KeyValueTableRead, KeyValueTableWrite
 from paimon_core.types import DataType, to_arrow_schema
 
 if TYPE_CHECKING:
+    import duckdb
     import pandas as pd
+    import polars as pl
 
 
 logger = logging.getLogger(__name__)
@@ -408,11 +411,63 @@ class Table:
         tag: str | None = None,
         timestamp: TimeTravel = None,
     ) -> pd.DataFrame:
-        """As :meth:`to_arrow`, as a pandas DataFrame."""
+        """As :meth:`to_arrow`, as a pandas DataFrame.
+
+        Raises:
+            MissingDependencyError: pandas is not installed (``pip install 'paimon-core[pandas]'``).
+        """
+        import_optional("pandas", "to_pandas()", "pandas")
         frame: pd.DataFrame = self.to_arrow(
             columns, filter, snapshot_id, tag=tag, timestamp=timestamp
         ).to_pandas()
         return frame
+
+    def to_polars(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: FilterLike = None,
+        snapshot_id: int | None = None,
+        *,
+        tag: str | None = None,
+        timestamp: TimeTravel = None,
+    ) -> pl.DataFrame:
+        """As :meth:`to_arrow`, as a polars DataFrame (no copy of the Arrow buffers).
+
+        Raises:
+            MissingDependencyError: polars is not installed (``pip install 'paimon-core[polars]'``).
+        """
+        polars = import_optional("polars", "to_polars()", "polars")
+        frame: pl.DataFrame = polars.DataFrame(
+            self.to_arrow(columns, filter, snapshot_id, tag=tag, timestamp=timestamp)
+        )
+        return frame
+
+    def to_duckdb(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: FilterLike = None,
+        snapshot_id: int | None = None,
+        *,
+        tag: str | None = None,
+        timestamp: TimeTravel = None,
+        connection: duckdb.DuckDBPyConnection | None = None,
+    ) -> duckdb.DuckDBPyRelation:
+        """As :meth:`to_arrow`, as a duckdb relation (of ``connection``, else duckdb's default one).
+
+        Raises:
+            MissingDependencyError: duckdb is not installed (``pip install 'paimon-core[duckdb]'``).
+        """
+        module = import_optional("duckdb", "to_duckdb()", "duckdb")
+        data = self.to_arrow(columns, filter, snapshot_id, tag=tag, timestamp=timestamp)
+        relation: duckdb.DuckDBPyRelation = (connection or module).from_arrow(data)
+        return relation
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """The rows the table's ``scan.*`` options choose (the latest snapshot by default) as an Arrow C
+        stream (the PyCapsule interface): ``polars.from_arrow(table)``, ``duckdb.sql("... FROM table")``
+        and ``pyarrow.table(table)`` read it without conversions, a batch at a time."""
+        capsule: object = self.to_batches().__arrow_c_stream__(requested_schema)
+        return capsule
 
     def stream(
         self,
