@@ -75,3 +75,24 @@ def test_maintenance_commands(catalog: Catalog, capsys: pytest.CaptureFixture[st
     assert main(["delete-tag", path, "first"]) == 0
     assert main(["rollback", path, "--tag", "missing"]) == 1
     assert "tag 'missing' does not exist" in capsys.readouterr().err
+
+
+def test_a_misspelled_command_names_the_nearest(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compat", "/somewhere"]) == 2
+    assert capsys.readouterr().err == "paimon: error: unknown command 'compat'; did you mean 'compact'?\n"
+    assert main(["zzz"]) == 2
+    assert capsys.readouterr().err.startswith("paimon: error: unknown command 'zzz' (commands: info, read, ")
+
+
+def test_a_closed_pipe_ends_the_output_quietly(catalog: Catalog) -> None:
+    table = catalog.create_table("db.many", SCHEMA)
+    table.append(pa.table({"k": ["x"] * 50_000, "v": range(50_000)}, schema=SCHEMA))
+    command = [sys.executable, "-m", "paimon_core.cli", "read", table.path]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        assert process.stdout is not None and process.stderr is not None
+        first = process.stdout.readline()
+        process.stdout.close()  # as `| head -1` does
+        error = process.stderr.read().decode()
+        code = process.wait()
+    assert json.loads(first)["k"] == "x"
+    assert error == "" and code == 141

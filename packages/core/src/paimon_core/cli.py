@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import difflib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -303,7 +305,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     _add_read_command(commands)
     _add_compact_commands(commands)
     _add_maintenance_commands(commands)
-    args = parser.parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    unknown = _unknown_command(arguments, list(commands.choices))
+    if unknown is not None:
+        print(f"paimon: error: {unknown}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(arguments)
     try:
         if _run_maintenance(args):
             pass
@@ -322,7 +329,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PaimonError as exc:
         print(f"paimon: error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader went away (``paimon read ... | head``): stop quietly, and keep Python's final flush of
+        # stdout from failing again at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return _SIGPIPE_EXIT
     return 0
+
+
+_SIGPIPE_EXIT = 128 + 13  # what a shell reports for a command killed by SIGPIPE
+
+
+def _unknown_command(arguments: Sequence[str], commands: Sequence[str]) -> str | None:
+    """The error for a first argument that is no command, with the nearest one; None when it is fine."""
+    first = next((a for a in arguments if not a.startswith("-")), None)
+    if first is None or first in commands:
+        return None
+    close = difflib.get_close_matches(first, commands, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else f" (commands: {', '.join(commands)})"
+    return f"unknown command {first!r}{hint}"
 
 
 if __name__ == "__main__":
