@@ -300,3 +300,22 @@ def test_catalog_options_that_are_table_options_reach_tables(data: Any, warehous
     assert "s3.endpoint" not in created.options  # storage settings stay with the storage backend
     assert "commit.max-retries" not in created.schema.options  # dynamic, not stored in the schema
     assert catalog.get_table("db.t", **{"commit.max-retries": "5"}).options.get("commit.max-retries") == "5"
+
+
+def test_missing_names_get_the_nearest_one(tmp_path: Path) -> None:
+    catalog = Catalog.open(str(tmp_path))
+    catalog.create_database("sales")
+    catalog.create_table("sales.orders", pa.schema([("id", pa.int64())]))
+    with pytest.raises(TableNotFoundError) as table_error:
+        catalog.get_table("sales.ordres")
+    assert str(table_error.value) == "table 'sales.ordres' does not exist; did you mean 'sales.orders'?"
+    with pytest.raises(TableNotFoundError) as database_error:
+        catalog.get_table("slaes.orders")
+    assert str(database_error.value) == (
+        "table 'slaes.orders' does not exist: no database 'slaes'; did you mean 'sales'?"
+    )
+    with pytest.raises(DatabaseNotFoundError, match="did you mean 'sales'"):
+        catalog.list_tables("sale")
+    with pytest.raises(TableNotFoundError) as far:
+        catalog.drop_table("sales.zzz")
+    assert str(far.value) == "table 'sales.zzz' does not exist"

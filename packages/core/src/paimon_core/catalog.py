@@ -110,7 +110,7 @@ class Catalog:
         if not self.database_exists(name):
             if missing_ok:
                 return
-            raise DatabaseNotFoundError(name)
+            raise DatabaseNotFoundError(name, self.list_databases())
         if self.list_tables(name) and not cascade:
             raise DatabaseNotEmptyError(name)
         self.storage.delete_dir(self.database_path(name))
@@ -123,13 +123,21 @@ class Catalog:
 
     def list_tables(self, database: str) -> list[str]:
         if not self.database_exists(database):
-            raise DatabaseNotFoundError(database)
+            raise DatabaseNotFoundError(database, self.list_databases())
         path = self.database_path(database)
         return sorted(
             info.name
             for info in self.storage.list_dir(path)
             if info.is_dir and SchemaManager(self.storage, info.path).latest_id() is not None
         )
+
+    def _table_not_found(self, identifier: str) -> TableNotFoundError:
+        """The error for a missing table, naming the nearest table or database there is."""
+        database, _ = split_identifier(identifier)
+        if not self.database_exists(database):
+            return TableNotFoundError(identifier, self.list_databases(), missing_database=database)
+        others = [f"{database}.{name}" for name in self.list_tables(database)]
+        return TableNotFoundError(identifier, others)
 
     def table_exists(self, identifier: str) -> bool:
         return SchemaManager(self.storage, self.table_path(identifier)).latest_id() is not None
@@ -156,7 +164,7 @@ class Catalog:
         """
         database, _ = split_identifier(identifier)
         if not self.database_exists(database):
-            raise DatabaseNotFoundError(database)
+            raise DatabaseNotFoundError(database, self.list_databases())
         if self.table_exists(identifier):
             if exist_ok:
                 return self.get_table(identifier)
@@ -247,14 +255,14 @@ class Catalog:
         path = self.table_path(identifier)
         schema = SchemaManager(self.storage, path).latest()
         if schema is None:
-            raise TableNotFoundError(identifier)
+            raise self._table_not_found(identifier)
         return Table(path, self.storage, schema, identifier, {**self.table_defaults, **dynamic_options})
 
     def drop_table(self, identifier: str, *, missing_ok: bool = False) -> None:
         if not self.table_exists(identifier):
             if missing_ok:
                 return
-            raise TableNotFoundError(identifier)
+            raise self._table_not_found(identifier)
         self.storage.delete_dir(self.table_path(identifier))
 
     def alter_table(self, identifier: str, changes: SchemaChange | Sequence[SchemaChange]) -> Table:
@@ -271,7 +279,7 @@ class Catalog:
         batch = [changes] if isinstance(changes, SchemaChange) else list(changes)
         manager = SchemaManager(self.storage, self.table_path(split_system_name(identifier)[0]))
         if manager.latest() is None:
-            raise TableNotFoundError(identifier)
+            raise self._table_not_found(identifier)
         manager.commit_change(lambda schema: apply_changes(schema, batch))
         return self._data_table(identifier)
 

@@ -6,6 +6,7 @@ also derive from them (a bad option is a ``ValueError``, a missing table is a ``
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 
 
@@ -51,9 +52,15 @@ class CatalogError(PaimonError):
     """A catalog operation failed."""
 
 
+def _did_you_mean(name: str, candidates: Sequence[str]) -> str:
+    """``; did you mean 'x'?`` for the candidate nearest ``name``, if any is near."""
+    close = difflib.get_close_matches(name, candidates, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 class DatabaseNotFoundError(CatalogError, LookupError):
-    def __init__(self, database: str) -> None:
-        super().__init__(f"database {database!r} does not exist")
+    def __init__(self, database: str, candidates: Sequence[str] = ()) -> None:
+        super().__init__(f"database {database!r} does not exist{_did_you_mean(database, candidates)}")
         self.database = database
 
 
@@ -70,8 +77,17 @@ class DatabaseNotEmptyError(CatalogError):
 
 
 class TableNotFoundError(CatalogError, LookupError):
-    def __init__(self, identifier: str) -> None:
-        super().__init__(f"table {identifier!r} does not exist")
+    """No such table; ``candidates`` are the names near it, ``missing_database`` its database when that is
+    what is missing (then the candidates are databases)."""
+
+    def __init__(
+        self, identifier: str, candidates: Sequence[str] = (), missing_database: str | None = None
+    ) -> None:
+        if missing_database is None:
+            hint = _did_you_mean(identifier, candidates)
+        else:
+            hint = f": no database {missing_database!r}{_did_you_mean(missing_database, candidates)}"
+        super().__init__(f"table {identifier!r} does not exist{hint}")
         self.identifier = identifier
 
 
