@@ -249,6 +249,13 @@ def bench_changelog(session: nox.Session) -> None:
 
 
 @nox.session
+def bench_deletion_vectors(session: nox.Session) -> None:
+    """Primary-key reads with deletion vectors vs without, raw Parquet and pypaimon (``deletion_vectors_bench.py``)."""
+    session.install("-e", "packages/core", PYPAIMON)
+    session.run("python", "benchmarks/deletion_vectors_bench.py", *session.posargs)
+
+
+@nox.session
 def bench_spark(session: nox.Session) -> None:
     """``benchmarks/spark_bench.py``: 5M rows written and read through ``paimon`` vs Spark's own Parquet."""
     session.install("-e", "packages/core", "-e", "packages/spark", *BY_DIR["spark"].test_extras)
