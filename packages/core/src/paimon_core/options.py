@@ -245,8 +245,61 @@ WRITE_BUFFER_FOR_APPEND: Option[bool] = _declare(
 PAGE_SIZE: Option[int] = _declare(Option("page-size", parse_memory_size, 64 << 10, "Memory page size."))
 
 # --- Parquet format (Java passes ``parquet.*`` table options to parquet-java; same keys and defaults) ---
+FILE_BLOCK_SIZE: Option[int | None] = _declare(
+    Option(
+        "file.block-size",
+        _optional(parse_memory_size),
+        None,
+        "Row group size of data files; replaces 'parquet.block.size' when set.",
+        check=lambda v: v is None or v > 0,
+        check_doc="must be positive",
+    )
+)
+PARQUET_BLOCK_SIZE: Option[int] = _declare(
+    Option(
+        "parquet.block.size",
+        parse_memory_size,
+        128 * MB,
+        "Row group size: a writer cuts a row group when the rows it buffered reach this many bytes "
+        "(in memory, before encoding; parquet-java counts encoded bytes, so its row groups hold more rows).",
+        check=_positive,
+    )
+)
 PARQUET_PAGE_SIZE: Option[int] = _declare(
     Option("parquet.page.size", parse_memory_size, 1 * MB, "Parquet data page size.", check=_positive)
+)
+PARQUET_PAGE_ROW_COUNT_LIMIT: Option[int] = _declare(
+    Option(
+        "parquet.page.row.count.limit",
+        int,
+        20_000,
+        "Most rows in one Parquet data page (honoured with pyarrow 20 or later, which can limit them).",
+        check=_positive,
+    )
+)
+PARQUET_WRITER_VERSION: Option[str] = _declare(
+    Option(
+        "parquet.writer.version",
+        _choice("v1", "v2", "parquet_1_0", "parquet_2_0"),
+        "v1",
+        "Parquet data page format: v1 (PARQUET_1_0) or v2 (PARQUET_2_0) data page headers.",
+    )
+)
+PARQUET_COMPRESSION: Option[str | None] = _declare(
+    Option(
+        "parquet.compression",
+        _optional(_choice("uncompressed", "snappy", "gzip", "brotli", "lz4", "lz4_raw", "zstd")),
+        None,
+        "Data file codec; replaces 'file.compression' when set (parquet-java's key).",
+    )
+)
+PARQUET_ZSTD_LEVEL: Option[int | None] = _declare(
+    Option(
+        "parquet.compression.codec.zstd.level",
+        _optional(int),
+        None,
+        "Zstandard level of data files (default 'file.compression.zstd-level').",
+    )
 )
 PARQUET_DICTIONARY_PAGE_SIZE: Option[int] = _declare(
     Option(
@@ -906,6 +959,9 @@ _PATTERN_KEYS = (
         r"^fields\.[^.]+\.(aggregate-function|ignore-retract|sequence-group|default-value|list-agg-delimiter|distinct)$"
     ),
 )
+# parquet-java's per-column keys ("<key>#<column path>"); their values are booleans.
+_PARQUET_COLUMN_DICTIONARY = re.compile(r"^parquet\.enable\.dictionary#(.+)$")
+_BOOLEAN_PATTERN_KEYS = (_PARQUET_COLUMN_DICTIONARY,)
 
 APPEND_TARGET_FILE_SIZE = 256 * MB
 PRIMARY_KEY_TARGET_FILE_SIZE = 128 * MB
@@ -989,8 +1045,24 @@ class Options(Mapping[str, str]):
             option = _REGISTRY.get(key)
             if option is not None:
                 option.parse_value(raw)
+            elif any(p.match(key) for p in _BOOLEAN_PATTERN_KEYS):
+                _parse_pattern_bool(key, raw)
             elif key not in extra and not any(p.match(key) for p in _PATTERN_KEYS):
                 raise ConfigError(f"unknown option {key!r}{close_matches(key, [*_REGISTRY, *extra])}", key)
+
+    def parquet_block_size(self) -> int:
+        """The row group size: ``file.block-size`` when set, else ``parquet.block.size`` (as Java)."""
+        size = self.get_option(FILE_BLOCK_SIZE)
+        return size if size is not None else self.get_option(PARQUET_BLOCK_SIZE)
+
+    def parquet_column_dictionary(self) -> dict[str, bool]:
+        """``parquet.enable.dictionary#<column>``: dictionary encoding chosen per column."""
+        chosen = {}
+        for key, raw in self.raw.items():
+            match = _PARQUET_COLUMN_DICTIONARY.match(key)
+            if match is not None:
+                chosen[match.group(1)] = _parse_pattern_bool(key, raw)
+        return chosen
 
     def target_file_size(self, has_primary_key: bool = False) -> int:
         size = self.get_option(TARGET_FILE_SIZE)
@@ -1007,6 +1079,13 @@ class Options(Mapping[str, str]):
         """``num-levels``, defaulting to the compaction trigger + 1 as Paimon does."""
         levels = self.get_option(NUM_LEVELS)
         return levels if levels is not None else self.get_option(NUM_SORTED_RUN_COMPACTION_TRIGGER) + 1
+
+
+def _parse_pattern_bool(key: str, raw: str) -> bool:
+    try:
+        return parse_bool(raw)
+    except ValueError as exc:
+        raise ConfigError(f"invalid value {raw!r} for option {key!r}: {exc}", key) from None
 
 
 def check_immutable_changes(old: Options, new: Options) -> None:

@@ -7,6 +7,7 @@ is accepted too: it filters rows but cannot prune partitions or files.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,11 +42,12 @@ class Leaf:
         if self.op == "is not null":
             return ~field.is_null()
         if self.op in _SET_OPS:
-            values = (
-                pa.array(list(self.value), type=column_type) if column_type is not None else list(self.value)
-            )
+            # SQL, as holds_for: a null never matches, and a null in the list matches nothing. (Arrow's
+            # is_in matches a null to a null in the list, and ~is_in keeps nulls.)
+            listed = [v for v in self.value if v is not None]
+            values = pa.array(listed, type=column_type) if column_type is not None else listed
             found = field.isin(values)
-            return found if self.op == "in" else ~found
+            return found if self.op == "in" else ~found & ~field.is_null()
         value = pa.scalar(self.value, type=column_type) if column_type is not None else self.value
         if self.op in ("=", "=="):
             return field == value
@@ -83,6 +85,8 @@ class Leaf:
             return False  # every value is null: no comparison holds
         if lo is None or hi is None:
             return True
+        if isinstance(lo, float) and (self.op == "!=" or (self.op == "in" and _has_nan(self.value))):
+            return True  # min/max leave NaN out, yet NaN != x, and Arrow's is_in matches NaN to NaN
         try:
             if self.op in ("=", "=="):
                 return bool(lo <= self.value <= hi)
@@ -165,6 +169,10 @@ class Predicate:
             lo, hi, nulls = stats[leaf.column]
             return leaf.may_match_range(lo, hi, nulls, row_count)
         return True
+
+
+def _has_nan(values: Sequence[Any]) -> bool:
+    return any(isinstance(v, float) and math.isnan(v) for v in values)
 
 
 def _column_type(schema: pa.Schema | None, leaf: Leaf) -> pa.DataType | None:

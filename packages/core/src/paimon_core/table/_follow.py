@@ -59,10 +59,11 @@ class TableStream:
         predicate, expression = parse_filter(filter, table.arrow_schema)
         self.scan = StreamScan(table, predicate, consumer_id)
         with_kinds = table.has_primary_key if row_kind is None else row_kind
+        row_filter = predicate if predicate is not None else expression  # a predicate also skips row groups
         self._read: TableRead = (
-            KeyValueTableRead(table, columns, expression, row_kind=with_kinds, keep_delete=with_kinds)
+            KeyValueTableRead(table, columns, row_filter, row_kind=with_kinds, keep_delete=with_kinds)
             if table.has_primary_key
-            else (InsertKinds if with_kinds else TableRead)(table, columns, expression)
+            else (InsertKinds if with_kinds else TableRead)(table, columns, row_filter)
         )
         self.schema: pa.Schema = self._read.output_schema
         self.position: StreamPosition = self.scan.starting_position()

@@ -1,4 +1,9 @@
-"""Reading splits into Arrow data: projection, schema evolution by field id, row filters."""
+"""Reading splits into Arrow data: projection, schema evolution by field id, row filters.
+
+A filtered read skips the row groups whose statistics rule out every row (``_pushdown.py``), decodes only
+the columns it returns or filters on, and filters each batch as it is decoded, so its memory follows what
+matches rather than the files' size.
+"""
 
 from __future__ import annotations
 
@@ -18,8 +23,10 @@ from paimon_core import options as opts
 from paimon_core.deletionvectors import DeletionVector, read_deletion_vectors
 from paimon_core.errors import DataFileError, PaimonError, SchemaError
 from paimon_core.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexFileMeta
+from paimon_core.predicate import Predicate
 from paimon_core.storage import LocalBackend, join_path, local_path
 from paimon_core.table._compacted_changelog import open_changelog_slice
+from paimon_core.table._pushdown import RowGroupFilter, compile_mask, rows_of_groups
 from paimon_core.table._scan import DataSplit, explain_missing
 
 if TYPE_CHECKING:
@@ -37,11 +44,15 @@ class TableRead:
     Args:
         table: the table.
         columns: the columns to return, in this order; all when None.
-        row_filter: an Arrow expression over the table's column names; rows that fail it are dropped.
+        row_filter: rows that fail it are dropped: a :class:`~paimon_core.predicate.Predicate` (whose
+            statistics also skip row groups) or an Arrow expression over the table's column names.
     """
 
     def __init__(
-        self, table: Table, columns: Sequence[str] | None = None, row_filter: pc.Expression | None = None
+        self,
+        table: Table,
+        columns: Sequence[str] | None = None,
+        row_filter: Predicate | pc.Expression | None = None,
     ) -> None:
         self.table = table
         schema = table.arrow_schema
@@ -51,22 +62,34 @@ class TableRead:
                 raise SchemaError(f"unknown columns: {', '.join(unknown)}; the table has {schema.names}")
         self.columns = list(columns) if columns is not None else list(schema.names)
         self.output_schema = pa.schema([schema.field(c) for c in self.columns])
-        self.row_filter = row_filter
+        self._values_schema = self.output_schema  # what reading a file returns, before subclasses add to it
+        self.predicate = row_filter if isinstance(row_filter, Predicate) else None
+        self.row_filter = self.predicate.to_expression(schema) if self.predicate is not None else row_filter
         needed = set(self.columns)
-        if row_filter is not None:
+        if self.predicate is not None:
+            needed |= self.predicate.columns
+        elif row_filter is not None:
             needed |= _expression_columns(row_filter, schema.names)
         self._read_fields = [f for f in table.schema.fields if f.name in needed]
         self._read_schema = pa.schema([schema.field(f.name) for f in self._read_fields])
+        self._row_mask = compile_mask(self.predicate, schema) if self.predicate is not None else None
+        self.row_groups = RowGroupFilter.of(self.predicate, schema)
+        """Skips row groups of the files read as they are (every file here; see the subclass)."""
         self.deletion_vectors = DeletionVectorCache(table)
 
     def _file_path(self, split: DataSplit, file: DataFileMeta) -> str:
         return file.external_path or join_path(split.bucket_path, file.file_name)
 
-    def _column_plan(self, file: DataFileMeta) -> list[tuple[str | None, pa.Field]]:
-        """For each field to read, the column name in this file (None when the file predates the column)."""
+    def _file_names(self, file: DataFileMeta) -> dict[str, str | None]:
+        """Each column of the table under its name in ``file`` (None when the file predates it)."""
         file_schema = self.table.schema_manager.schema(file.schema_id)
         by_id = {f.id: f.name for f in file_schema.fields}
-        return [(by_id.get(f.id), self._read_schema.field(f.name)) for f in self._read_fields]
+        return {f.name: by_id.get(f.id) for f in self.table.schema.fields}
+
+    def _column_plan(self, file: DataFileMeta) -> list[tuple[str | None, pa.Field]]:
+        """For each field to read, the column name in this file (None when the file predates the column)."""
+        names = self._file_names(file)
+        return [(names[f.name], self._read_schema.field(f.name)) for f in self._read_fields]
 
     @contextmanager
     def _open(self, split: DataSplit, path: str, buffer_size: int = 0) -> Iterator[pq.ParquetFile]:
@@ -118,31 +141,63 @@ class TableRead:
                 column = column.cast(field.type)
             columns.append(column)
         table = pa.Table.from_arrays(columns, schema=self._read_schema)
-        if self.row_filter is not None:
+        if self._row_mask is not None:
+            table = table.filter(self._row_mask(table))
+        elif self.row_filter is not None:
             table = table.filter(self.row_filter)
         if table.schema.names != self.columns:
             table = table.select(self.columns)
         return table
 
+    def selected_row_groups(
+        self, parquet: pq.ParquetFile, file: DataFileMeta, prune: RowGroupFilter | None
+    ) -> list[int] | None:
+        """The row groups of ``file`` that ``prune`` cannot rule out; None for all of them."""
+        if prune is None:
+            return None
+        return prune.row_groups(parquet.metadata, parquet.schema_arrow, self._file_names(file))
+
     def read_file(self, split: DataSplit, file: DataFileMeta) -> pa.Table:
         plan = self._column_plan(file)
         present = [name for name, _ in plan if name is not None]
         with self._open(split, self._file_path(split, file)) as parquet:
-            data = parquet.read(columns=present, use_threads=True)
-        return self._conform(self.deletion_vectors.apply(split, file, data), plan)
+            if self.row_filter is None:
+                data = parquet.read(columns=present, use_threads=True)
+                return self._conform(self.deletion_vectors.apply(split, file, data), plan)
+            batches = list(self._filtered_batches(split, file, parquet, plan, present))
+        return pa.Table.from_batches(batches, schema=self._values_schema)
 
     def iter_file_batches(self, split: DataSplit, file: DataFileMeta) -> Iterator[pa.RecordBatch]:
         plan = self._column_plan(file)
         present = [name for name, _ in plan if name is not None]
-        kept = self.deletion_vectors.kept_mask(split, file)
-        offset = 0
         with self._open(split, self._file_path(split, file)) as parquet:
-            for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, columns=present):
-                data = pa.Table.from_batches([batch])
-                if kept is not None:
-                    data = data.filter(pa.array(kept[offset : offset + batch.num_rows]))
-                offset += batch.num_rows
-                yield from self._conform(data, plan).to_batches()
+            yield from self._filtered_batches(split, file, parquet, plan, present)
+
+    def _filtered_batches(
+        self,
+        split: DataSplit,
+        file: DataFileMeta,
+        parquet: pq.ParquetFile,
+        plan: list[tuple[str | None, pa.Field]],
+        present: list[str],
+    ) -> Iterator[pa.RecordBatch]:
+        """The rows of ``file`` that pass the filter and the deletion vector, batch by batch: row groups
+        the statistics rule out are not read, and each batch is filtered as soon as it is decoded."""
+        groups = self.selected_row_groups(parquet, file, self.row_groups)
+        if groups is not None and not groups:
+            return
+        kept = self.deletion_vectors.kept_mask(split, file)
+        if kept is not None and groups is not None:
+            kept = kept[rows_of_groups(parquet.metadata, groups)]  # positions stay the file's
+        offset = 0
+        for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, row_groups=groups, columns=present):
+            data = pa.Table.from_batches([batch])
+            if kept is not None:
+                data = data.filter(pa.array(kept[offset : offset + batch.num_rows]))
+            offset += batch.num_rows
+            conformed = self._conform(data, plan)
+            if conformed.num_rows:
+                yield from conformed.to_batches()
 
     def to_arrow(self, splits: Sequence[DataSplit]) -> pa.Table:
         work = [(s, f) for s in splits for f in s.files]
@@ -168,8 +223,10 @@ class TableRead:
 class InsertKinds(TableRead):
     """An append table's rows, each ``+I``."""
 
-    def __init__(self, table: Table, columns: Sequence[str] | None, expression: pc.Expression | None) -> None:
-        super().__init__(table, columns, expression)
+    def __init__(
+        self, table: Table, columns: Sequence[str] | None, row_filter: Predicate | pc.Expression | None
+    ) -> None:
+        super().__init__(table, columns, row_filter)
         self.output_schema = self.output_schema.insert(0, ROW_KIND_FIELD)
 
     def read_file(self, split: DataSplit, file: DataFileMeta) -> pa.Table:
@@ -233,10 +290,19 @@ class DeletionVectorCache:
         kept: npt.NDArray[np.bool_] = ~vector.deleted_mask(file.row_count)
         return kept
 
-    def apply(self, split: DataSplit, file: DataFileMeta, data: pa.Table) -> pa.Table:
-        """``data`` (all rows of ``file``, in order) without the rows its deletion vector hides."""
+    def apply(
+        self,
+        split: DataSplit,
+        file: DataFileMeta,
+        data: pa.Table,
+        positions: npt.NDArray[np.int64] | None = None,
+    ) -> pa.Table:
+        """``data`` without the rows the deletion vector of ``file`` hides: ``data`` holds the rows at
+        ``positions`` of the file (every row, in order, when None)."""
         kept = self.kept_mask(split, file)
-        return data if kept is None else data.filter(pa.array(kept))
+        if kept is None:
+            return data
+        return data.filter(pa.array(kept if positions is None else kept[positions]))
 
 
 def _expression_columns(expression: pc.Expression, names: Sequence[str]) -> set[str]:

@@ -345,13 +345,14 @@ class Table:
         return TableScan(self, snapshot_id, predicate, tag=tag, timestamp=timestamp)
 
     def new_read(self, columns: Sequence[str] | None = None, filter: FilterLike = None) -> TableRead:
-        _, expression = parse_filter(filter, self.arrow_schema)
-        return self._reader(columns, expression)
+        predicate, expression = parse_filter(filter, self.arrow_schema)
+        return self._reader(columns, predicate if predicate is not None else expression)
 
-    def _reader(self, columns: Sequence[str] | None, expression: Any) -> TableRead:
+    def _reader(self, columns: Sequence[str] | None, row_filter: Any) -> TableRead:
+        # A Predicate rather than its expression: its terms also skip row groups by their statistics.
         if self.has_primary_key:
-            return KeyValueTableRead(self, columns, expression)
-        return TableRead(self, columns, expression)
+            return KeyValueTableRead(self, columns, row_filter)
+        return TableRead(self, columns, row_filter)
 
     def _plan(
         self,
@@ -362,7 +363,7 @@ class Table:
         timestamp: TimeTravel,
     ) -> tuple[TableRead, list[DataSplit]]:
         predicate, expression = parse_filter(filter, self.arrow_schema)
-        read = self._reader(columns, expression)
+        read = self._reader(columns, predicate if predicate is not None else expression)
         return read, TableScan(self, snapshot_id, predicate, tag=tag, timestamp=timestamp).plan()
 
     def to_arrow(

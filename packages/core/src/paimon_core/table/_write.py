@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import uuid
 from collections.abc import Iterator
@@ -33,11 +34,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_ROW_GROUP_BYTES = 64 << 20
-_STATS_POOL = ThreadPoolExecutor(
-    max_workers=2, thread_name_prefix="paimon-stats"
-)  # flush a writer's buffer as one row group at this size
+_STATS_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="paimon-stats")
 _FILE_SOURCE_APPEND = 0
+# pyarrow 20 added the page row limit (parquet.page.row.count.limit); older versions cut pages by size only.
+_LIMITS_PAGE_ROWS = "max_rows_per_page" in inspect.signature(pq.ParquetWriter.__init__).parameters
 
 
 def storage_arrow_type(arrow_type: pa.DataType) -> pa.DataType:
@@ -68,6 +68,12 @@ class _OpenFile:
 class DataFileWriter:
     """Rolling Parquet writer for one (partition, bucket); rows are buffered into row groups.
 
+    The table's Parquet options shape the files as parquet-java's do in Java Paimon: a row group is cut
+    when the buffered rows reach ``parquet.block.size`` (``file.block-size``) bytes, pages at
+    ``parquet.page.size`` bytes or ``parquet.page.row.count.limit`` rows, and ``parquet.compression``,
+    ``parquet.enable.dictionary`` (also per column, ``parquet.enable.dictionary#<column>``),
+    ``parquet.dictionary.page.size`` and ``parquet.writer.version`` are honoured.
+
     With a ``layout`` it writes the files of a primary-key table: its rows are key-value rows
     (:meth:`KeyValueLayout.to_file_rows`), sorted by key, and the metadata records keys, sequence
     numbers, deletes and ``level``.
@@ -82,7 +88,7 @@ class DataFileWriter:
     file_source: int = _FILE_SOURCE_APPEND
     layout: KeyValueLayout | None = None
     level: int = 0
-    row_group_bytes: int = _ROW_GROUP_BYTES  # buffered bytes that make a row group
+    row_group_bytes: int | None = None  # buffered bytes that start a flush; the block size when None
     name_prefix: str | None = None  # the file name prefix; ``data-file.prefix`` when None
     buffered: list[pa.RecordBatch] = field(default_factory=list)
     buffered_bytes: int = 0
@@ -91,14 +97,21 @@ class DataFileWriter:
     _file_uuid: str = field(default_factory=lambda: str(uuid.uuid4()))
     _file_counter: int = 0
     _compression_ratio: float = 1.0
+    _block_size: int = 0
+
+    def __post_init__(self) -> None:
+        self._block_size = self.table.options.parquet_block_size()
+        if self.row_group_bytes is None:
+            self.row_group_bytes = self._block_size
 
     def add(self, batch: pa.RecordBatch) -> None:
         self.buffered.append(batch)
         self.buffered_bytes += batch.nbytes
-        if self.buffered_bytes >= self.row_group_bytes:
+        if self.buffered_bytes >= (self.row_group_bytes or self._block_size):
             self.flush()
 
     def flush(self) -> None:
+        """Write the buffered rows: row groups of at most the block size, files of about the target size."""
         if not self.buffered:
             return
         data = pa.Table.from_batches(self.buffered)  # chunked: the row group is written without a copy
@@ -112,6 +125,8 @@ class DataFileWriter:
             rows = rest.num_rows
             if rest.nbytes * self._compression_ratio > remaining:
                 rows = max(1, int(remaining / (bytes_per_row * self._compression_ratio)))
+            if rows * bytes_per_row > self._block_size:
+                rows = max(1, int(self._block_size / bytes_per_row))
             chunk = rest.slice(0, rows)
             before = open_file.stream.tell()
             self._write_chunk(open_file, chunk)
@@ -151,19 +166,13 @@ class DataFileWriter:
             reason = exc.strerror or (str(exc) if len(str(exc)) < 500 else type(exc).__name__)
             shown = path if len(path) <= 300 else f"{path[:150]}...{path[-100:]}"
             raise DataFileError(f"cannot create data file {shown}: {reason}", path) from exc
-        compression = table.options.get_option(opts.FILE_COMPRESSION)
-        level = table.options.get_option(opts.FILE_COMPRESSION_ZSTD_LEVEL) if compression == "zstd" else None
         file_schema = self.layout.file_schema if self.layout is not None else table.arrow_schema
         writer = pq.ParquetWriter(
             stream,
             storage_arrow_schema(file_schema),
-            compression="none" if compression in ("none", "uncompressed") else compression,
-            compression_level=level,
-            store_decimal_as_integer=True,
-            data_page_size=table.options.get_option(opts.PARQUET_PAGE_SIZE),
-            dictionary_pagesize_limit=table.options.get_option(opts.PARQUET_DICTIONARY_PAGE_SIZE),
             use_dictionary=_dictionary_columns(sample, table.options),
             write_statistics=True,
+            **parquet_writer_options(table.options),
         )
         stats = StatsCollector(
             list(table.schema.fields),
@@ -242,6 +251,28 @@ class DataFileWriter:
         return paths
 
 
+def parquet_writer_options(options: opts.Options) -> dict[str, Any]:
+    """``pyarrow.parquet.ParquetWriter`` arguments from a table's Parquet options (not the dictionary)."""
+    compression = options.get_option(opts.PARQUET_COMPRESSION) or options.get_option(opts.FILE_COMPRESSION)
+    level = None
+    if compression == "zstd":
+        level = options.get_option(opts.PARQUET_ZSTD_LEVEL)
+        if level is None:
+            level = options.get_option(opts.FILE_COMPRESSION_ZSTD_LEVEL)
+    version = options.get_option(opts.PARQUET_WRITER_VERSION)
+    arguments: dict[str, Any] = {
+        "compression": "none" if compression in ("none", "uncompressed") else compression,
+        "compression_level": level,
+        "store_decimal_as_integer": True,
+        "data_page_size": options.get_option(opts.PARQUET_PAGE_SIZE),
+        "dictionary_pagesize_limit": options.get_option(opts.PARQUET_DICTIONARY_PAGE_SIZE),
+        "data_page_version": "2.0" if version in ("v2", "parquet_2_0") else "1.0",
+    }
+    if _LIMITS_PAGE_ROWS:
+        arguments["max_rows_per_page"] = options.get_option(opts.PARQUET_PAGE_ROW_COUNT_LIMIT)
+    return arguments
+
+
 _DICTIONARY_SAMPLE_ROWS = 64 * 1024
 _DICTIONARY_MIN_SAMPLE = 1024
 
@@ -251,16 +282,29 @@ def _dictionary_columns(sample: pa.Table, options: opts.Options) -> bool | list[
 
     Parquet writers give up on a column's dictionary once its page is full; for a nearly unique column
     (ids, hashes, measurements) trying costs CPU and saves nothing, so such columns are written plain.
+    ``parquet.enable.dictionary#<column>`` decides for its column.
     """
-    if not options.get_option(opts.PARQUET_ENABLE_DICTIONARY):
+    per_column = options.parquet_column_dictionary()
+    enabled = options.get_option(opts.PARQUET_ENABLE_DICTIONARY)
+    if not per_column and not enabled:
         return False
-    if sample.num_rows < _DICTIONARY_MIN_SAMPLE or any(pa.types.is_nested(t) for t in sample.schema.types):
-        return True  # too little to judge; nested columns would need their leaf paths named
+    nested = any(pa.types.is_nested(t) for t in sample.schema.types)
+    if nested and not per_column:
+        return enabled  # nested columns would need their leaf paths named
+    small = sample.num_rows < _DICTIONARY_MIN_SAMPLE
     head = sample.slice(0, _DICTIONARY_SAMPLE_ROWS)
     chosen = []
     for name, column in zip(head.column_names, head.columns, strict=True):
-        values = len(column) - column.null_count
-        if values and pc.count_distinct(column).as_py() <= values // 2:
+        if name in per_column:
+            wanted = per_column[name]
+        elif not enabled or pa.types.is_nested(column.type):
+            wanted = False
+        elif small:
+            wanted = True  # too little to judge
+        else:
+            values = len(column) - column.null_count
+            wanted = bool(values) and pc.count_distinct(column).as_py() <= values // 2
+        if wanted:
             chosen.append(name)
     return chosen
 

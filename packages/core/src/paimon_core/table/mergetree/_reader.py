@@ -2,7 +2,8 @@
 
 See docs/primary-key-tables.md ("Reading"). A section holding one sorted run without deletes has each key
 once: its files are read as plain Parquet, with filters pushed down. Other sections are concatenated,
-ordered once and merged by the table's merge engine; value filters run only after the merge.
+ordered once and merged by the table's merge engine; value filters run only after the merge, and only the
+filter's key (and partition) terms skip row groups of the merged files: every record of a key is in or out.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import pyarrow.compute as pc
 
 from paimon_core import options as opts
 from paimon_core.manifest import DataFileMeta
+from paimon_core.predicate import Predicate
+from paimon_core.table._pushdown import RowGroupFilter, rows_of_groups
 from paimon_core.table._read import ROW_KIND_FIELD, TableRead, with_inserts
 from paimon_core.table._scan import DataSplit
 from paimon_core.table.mergetree._changelog import LeveledRecords, drop_superseded
@@ -69,7 +72,7 @@ class KeyValueTableRead(TableRead):
         self,
         table: Table,
         columns: Sequence[str] | None = None,
-        row_filter: pc.Expression | None = None,
+        row_filter: Predicate | pc.Expression | None = None,
         row_kind: bool = False,
         keep_delete: bool = False,
     ) -> None:
@@ -93,13 +96,27 @@ class KeyValueTableRead(TableRead):
         producer = table.options.get_option(opts.CHANGELOG_PRODUCER)
         lookup = producer == "lookup" or self.deletion_vectors_on
         self.lookup_merge = lookup and not isinstance(self.engine, FirstRow)
+        # Merged files: a key's records all pass or all fail terms on the key (or the partition), so those
+        # terms may skip row groups; a value's term decides only once the key's records are merged.
+        keys = {*table.schema.primary_keys, *table.schema.partition_keys}
+        self.key_row_groups = RowGroupFilter.of(
+            self.predicate, table.arrow_schema, keep=lambda leaf: leaf.column in keys
+        )
 
-    def read_records(self, split: DataSplit, file: DataFileMeta) -> pa.Table:
-        """A data file's records: sequence number, row kind and every column of the current schema."""
+    def read_records(
+        self, split: DataSplit, file: DataFileMeta, prune: RowGroupFilter | None = None
+    ) -> pa.Table:
+        """A data file's records: sequence number, row kind and every column of the current schema;
+        without the row groups ``prune`` rules out."""
         present, wanted = self._record_columns(file)
         with self._open(split, self._file_path(split, file)) as parquet:
-            data = parquet.read(columns=wanted, use_threads=True)
-        return self._conform_records(self.deletion_vectors.apply(split, file, data), present)
+            groups = self.selected_row_groups(parquet, file, prune)
+            if groups is None:
+                data = parquet.read(columns=wanted, use_threads=True)
+                return self._conform_records(self.deletion_vectors.apply(split, file, data), present)
+            data = parquet.read_row_groups(groups, columns=wanted, use_threads=True)
+            positions = rows_of_groups(parquet.metadata, groups)
+        return self._conform_records(self.deletion_vectors.apply(split, file, data, positions), present)
 
     def read_positioned(self, split: DataSplit, file: DataFileMeta) -> tuple[pa.Table, npt.NDArray[np.int64]]:
         """A data file's records (as :meth:`read_records`) and the position of each in the file."""
@@ -154,19 +171,23 @@ class KeyValueTableRead(TableRead):
             data = parquet.read(columns=physical, use_threads=True)
         return data.rename_columns(list(self.layout.key_names))
 
-    def read_leveled(self, split: DataSplit, files: Sequence[DataFileMeta]) -> LeveledRecords:
+    def read_leveled(
+        self, split: DataSplit, files: Sequence[DataFileMeta], prune: RowGroupFilter | None = None
+    ) -> LeveledRecords:
         """The records of ``files`` in merge order, each with the level of its file."""
-        tables = [self.read_records(split, f) for f in files]
+        tables = [self.read_records(split, f, prune) for f in files]
         records = pa.concat_tables(tables) if tables else self.layout.records_schema.empty_table()
         levels = np.repeat(np.array([f.level for f in files], dtype=np.int32), [t.num_rows for t in tables])
         return LeveledRecords.order(records, levels, self.layout, self.descending)
 
-    def merged(self, split: DataSplit, files: Sequence[DataFileMeta]) -> pa.Table:
-        """The merged records of ``files`` (retractions kept)."""
+    def merged(
+        self, split: DataSplit, files: Sequence[DataFileMeta], prune: RowGroupFilter | None = None
+    ) -> pa.Table:
+        """The merged records of ``files`` (retractions kept), without the keys ``prune`` rules out."""
         if self.lookup_merge:
-            leveled = drop_superseded(self.read_leveled(split, files))
+            leveled = drop_superseded(self.read_leveled(split, files, prune))
             return self.engine.merge(leveled.records, leveled.groups)
-        tables = [self.read_records(split, f) for f in files]
+        tables = [self.read_records(split, f, prune) for f in files]
         records = pa.concat_tables(tables) if tables else self.layout.records_schema.empty_table()
         return merge_records(records, self.layout, self.engine, self.descending)
 
@@ -177,7 +198,7 @@ class KeyValueTableRead(TableRead):
         """A streaming split: every record of its files in order, with its row kind."""
         parts = []
         for file in split.files:
-            records = self.read_records(split, file)
+            records = self.read_records(split, file, self.key_row_groups)
             parts.append(self._as_output(records if self.keep_delete else only_adds(records)))
         if not parts:
             return self.output_schema.empty_table()
@@ -194,7 +215,7 @@ class KeyValueTableRead(TableRead):
             if not self.keep_delete and _is_raw(section, len(files), self.max_level):
                 parts += [self._read_raw(split, f) for run in section for f in run.files]
                 continue
-            rows = self.merged(split, [f for run in section for f in run.files])
+            rows = self.merged(split, [f for run in section for f in run.files], self.key_row_groups)
             parts.append(self._as_output(rows if self.keep_delete else only_adds(rows)))
         if not parts:
             return self.output_schema.empty_table()

@@ -434,7 +434,7 @@ class MergeTreeWriter:
             file_source=file_source,
             layout=self.layout,
             level=level,
-            row_group_bytes=min(self.buffer_limit // 4, 64 << 20),
+            row_group_bytes=min(self.buffer_limit // 4, self.table.options.parquet_block_size()),
             name_prefix=prefix,
         )
         try:
