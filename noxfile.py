@@ -256,6 +256,13 @@ def bench_deletion_vectors(session: nox.Session) -> None:
 
 
 @nox.session
+def bench_selective_read(session: nox.Session) -> None:
+    """Filtered reads (0.1% and 10%) vs raw pyarrow on the same files and pypaimon (``selective_read_bench.py``)."""
+    session.install("-e", "packages/core", PYPAIMON)
+    session.run("python", "benchmarks/selective_read_bench.py", *session.posargs)
+
+
+@nox.session
 def bench_spark(session: nox.Session) -> None:
     """``benchmarks/spark_bench.py``: 5M rows written and read through ``paimon`` vs Spark's own Parquet."""
     session.install("-e", "packages/core", "-e", "packages/spark", *BY_DIR["spark"].test_extras)
