@@ -126,10 +126,10 @@ def _stats_reader(
         nulls = stats.null_count if stats.has_null_count else None
         if convert is None or not stats.has_min_max or chunk.physical_type == "INT96":
             return None, None, nulls
-        lo, hi = stats.min, stats.max
-        if floating and (math.isnan(lo) or math.isnan(hi)):
-            return None, None, nulls
-        try:
+        try:  # pyarrow before 20 cannot convert some statistics (decimals stored as integers)
+            lo, hi = stats.min, stats.max
+            if floating and (math.isnan(lo) or math.isnan(hi)):
+                return None, None, nulls
             return convert(lo), convert(hi), nulls
         except (pa.ArrowException, TypeError, ValueError, OverflowError):
             return None, None, nulls
