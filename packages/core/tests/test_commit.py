@@ -193,6 +193,29 @@ def test_streaming_style_identifiers_are_exactly_once(catalog: Catalog) -> None:
     assert sorted(table.to_arrow().column("seq").to_pylist()) == [1, 2, 3]
 
 
+def test_a_streaming_commit_with_a_compaction_lands_both_under_its_identifier(catalog: Catalog) -> None:
+    """The writers' compaction follows the APPEND as a COMPACT snapshot of the same identifier: not mistaken
+    for another committer of this user having committed the identifier; a replay is still recognised."""
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.int64())])
+    options = {"bucket": "1", "num-sorted-run.compaction-trigger": "2"}
+    table = catalog.create_table("db.kv", schema, primary_keys=["k"], options=options)
+    committer = table.new_commit("stream")
+    compacted = False
+    for identifier in range(1, 5):
+        writer = table.new_write()
+        writer.write(pa.table({"k": [1, 2], "v": [identifier] * 2}, schema=schema))
+        messages = writer.prepare_commit()
+        writer.close()
+        compacted |= any(m.compact_before for m in messages)
+        created = committer.commit(messages, identifier)
+        kinds = [s.commit_kind for s in table.snapshots() if s.id in created]
+        assert kinds[0] == CommitKind.APPEND and set(kinds[1:]) <= {CommitKind.COMPACT}
+        assert {s.commit_identifier for s in table.snapshots() if s.id in created} == {identifier}
+        assert table.new_commit("stream").commit(messages, identifier) == []  # a replay
+    assert compacted
+    assert table.to_arrow().column("v").to_pylist() == [4, 4]
+
+
 def test_overwrite_replaces_files_added_meanwhile_in_scope(catalog: Catalog) -> None:
     table = catalog.create_table("db.t", SCHEMA)
     table.append(pa.table({"writer": [1], "seq": [1]}, schema=SCHEMA))

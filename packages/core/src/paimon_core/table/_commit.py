@@ -149,6 +149,9 @@ class TableCommit:
         self.commit_user = commit_user or (f"{prefix}_{uuid.uuid4()}" if prefix else str(uuid.uuid4()))
         self.last_attempts: dict[int, int] = {}
         self._own = OwnCommits(table, self.commit_user)
+        # Identifiers whose first snapshot the current commit()/overwrite() call landed: its COMPACT
+        # snapshot follows under the same identifier.
+        self._landed_now: set[int] = set()
         self._new_name = ManifestNamer()
         self._max_retries = table.options.get_option(opts.COMMIT_MAX_RETRIES)
         self._timeout_ms = table.options.get_option(opts.COMMIT_TIMEOUT)
@@ -193,6 +196,7 @@ class TableCommit:
             CommitStateUnknownError: the store may or may not hold the snapshot.
         """
         self.last_attempts = {}
+        self._landed_now = set()
         deletes = any(m.deleted_files or m.compact_before for m in messages)
         if self._replayed(messages, commit_identifier, deletes):
             logger.info("commit %s of %s already landed; nothing to do", commit_identifier, self.commit_user)
@@ -308,6 +312,7 @@ class TableCommit:
             CommitIdentifierError, CommitFilesError, CommitStateUnknownError: as for :meth:`commit`.
         """
         self.last_attempts = {}
+        self._landed_now = set()
         table = self.table
         new_entries = self._entries(messages, "new_files", FileKind.ADD)
         compact_entries = self._compaction_entries(messages)
@@ -641,6 +646,7 @@ class TableCommit:
 
     def _landed(self, published: _Published, attempts: int, identifier: int) -> list[int]:
         snapshot_id = published.snapshot.id
+        self._landed_now.add(identifier)
         self.last_attempts[snapshot_id] = max(attempts, 1)
         added = frozenset(e.file.file_name for e in published.entries if e.kind == FileKind.ADD)
         self._own.record(identifier, published.snapshot.commit_kind, snapshot_id, added)
@@ -745,7 +751,7 @@ class TableCommit:
         """Another handle with this commit user may have committed meanwhile: never publish out of order."""
         self._catch_up()
         last = self._own.last_identifier
-        if last is None or last < identifier:
+        if last is None or last < identifier or (last == identifier and identifier in self._landed_now):
             return
         found = self._find_unknown(unknown)
         if found is not None:
