@@ -119,13 +119,19 @@ class AuditLogTable(DataView):
     def _plan(
         self, columns: Sequence[str] | None, filter: FilterLike, time_travel: dict[str, Any]
     ) -> tuple[TableRead, list[DataSplit]]:
+        predicate = parse_filter(filter, self.arrow_schema)[0]
+        splits = TableScan(self.data, predicate=predicate, **time_travel).plan()
+        return self.new_read(columns, filter), splits
+
+    def new_read(self, columns: Sequence[str] | None = None, filter: FilterLike = None) -> TableRead:
+        """The read of the data table's splits (batch or streamed) as this view's rows, ``rowkind`` first:
+        for engines that plan the splits themselves."""
         data = self.data
-        predicate, expression = parse_filter(filter, self.arrow_schema)
+        expression = parse_filter(filter, self.arrow_schema)[1]
         values = _value_columns(columns)
-        splits = TableScan(data, predicate=predicate, **time_travel).plan()
         if data.has_primary_key:
-            return KeyValueTableRead(data, values, expression, row_kind=True, keep_delete=True), splits
-        return InsertKinds(data, values, expression), splits
+            return KeyValueTableRead(data, values, expression, row_kind=True, keep_delete=True)
+        return InsertKinds(data, values, expression)
 
     def stream(
         self,
