@@ -168,7 +168,7 @@ class ReadOptimizedTable(DataView):
         data = self.data
         predicate, expression = parse_filter(filter, self.arrow_schema)
         scan = TableScan(data, predicate=predicate, **time_travel)
-        read = TableRead(data, columns, expression)
+        read = TableRead(data, columns, predicate if predicate is not None else expression)
         if not data.has_primary_key or scan.snapshot is None:
             return read, scan.plan()
         top = data.options.merge_tree_levels() - 1
