@@ -6,6 +6,9 @@ Quick tour::
     paimon_spark.register(spark)
     df = spark.read.format("paimon").option("warehouse", "/tmp/wh").load("db.t")
     df.write.format("paimon").option("warehouse", "/tmp/wh").mode("append").save("db.t")
+    paimon_spark.write(df, "db.t", warehouse="/tmp/wh")                     # one writer per bucket
+    paimon_spark.write_stream(counts, "db.word_count", warehouse="/tmp/wh", output_mode="update") \
+        .option("checkpointLocation", "/tmp/ckpt").start()
     paimon_spark.create_temp_view(spark, "t", "db.t", warehouse="/tmp/wh")
     spark.sql("INSERT INTO t SELECT ...")
     paimon_spark.compact(spark, warehouse="/tmp/wh", table="db.t")          # executors rewrite small files
@@ -23,6 +26,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from paimon_spark._compact import SparkRunner, compact, compact_database
+from paimon_spark._consolidate import SplitKeyError
 from paimon_spark._merge import MergeCardinalityError, MergeSummary, merge_into
 from paimon_spark._options import SPARK_OVERWRITE_MODE_CONF, SourceConfig, conf_dynamic_options
 from paimon_spark._procedures import register_procedures
@@ -30,6 +34,7 @@ from paimon_spark._rowlevel import delete_from, update
 from paimon_spark._source import SOURCE_NAME, PaimonDataSource, commit_user_for_query
 from paimon_spark._types import from_spark_schema, from_spark_type, to_spark_schema, to_spark_type
 from paimon_spark._version import __version__
+from paimon_spark._write import write, write_stream
 
 __all__ = [
     "SOURCE_NAME",
@@ -38,6 +43,7 @@ __all__ = [
     "PaimonDataSource",
     "SourceConfig",
     "SparkRunner",
+    "SplitKeyError",
     "__version__",
     "commit_user_for_query",
     "compact",
@@ -53,6 +59,8 @@ __all__ = [
     "to_spark_schema",
     "to_spark_type",
     "update",
+    "write",
+    "write_stream",
 ]
 
 _PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"

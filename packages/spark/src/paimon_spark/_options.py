@@ -5,7 +5,10 @@ Options of ``spark.read.format("paimon")`` (keys are case-insensitive, as Spark 
 * ``path`` (the ``load()``/``save()`` argument) or ``table``: ``db.t`` (needs ``warehouse``) or a table
   directory (``/wh/db.db/t``, ``s3://bucket/wh/db.db/t``);
 * ``warehouse``: the warehouse URI; ``catalog``: the catalog name used to match session conf (``paimon``);
-* ``partition-keys``: comma-separated, used when a write creates the table;
+* ``partition-keys`` / ``primary-key``: comma-separated, used when a write creates the table (a primary
+  key makes it a primary-key table);
+* ``read.changelog``: read a table with a ``rowkind`` column first, as its ``$audit_log`` reads (Paimon's
+  Spark option); a primary-key table's stream then carries every change, retractions included;
 * ``partitionoverwritemode``: ``static`` (the whole table) or ``dynamic`` (only partitions present in the
   data) for ``mode("overwrite")``; by default the session's ``spark.sql.sources.partitionOverwriteMode``
   (captured by ``register``), else ``static``. (Under ``dynamic`` Spark itself refuses SQL ``INSERT
@@ -42,6 +45,7 @@ MAX_FILES_PER_TRIGGER = "read.stream.maxfilespertrigger"
 MAX_ROWS_PER_TRIGGER = "read.stream.maxrowspertrigger"
 SPARK_OVERWRITE_MODE_CONF = "spark.sql.sources.partitionOverwriteMode"
 MERGE_SCHEMA_KEYS = ("mergeschema", "write.merge-schema")  # Spark's spelling, and Paimon's
+READ_CHANGELOG = "read.changelog"
 # Options Spark itself reads and also hands to the data source.
 _SPARK_KEYS = ("checkpointlocation", "queryname", "__partition_columns")
 _OWN_KEYS = frozenset(
@@ -51,7 +55,9 @@ _OWN_KEYS = frozenset(
         "warehouse",
         "catalog",
         "partition-keys",
+        "primary-key",
         "partitionoverwritemode",
+        READ_CHANGELOG,
         MAX_FILES_PER_TRIGGER,
         MAX_ROWS_PER_TRIGGER,
         *MERGE_SCHEMA_KEYS,
@@ -96,6 +102,10 @@ def _positive_int(options: Mapping[str, str], key: str) -> int | None:
     return value
 
 
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(k.strip() for k in text.split(",") if k.strip())
+
+
 @dataclass(frozen=True)
 class SourceConfig:
     """Everything a reader or writer needs to open its table; picklable, so executors rebuild the handle."""
@@ -106,10 +116,12 @@ class SourceConfig:
     table_options: dict[str, str] = field(default_factory=dict)
     storage_options: dict[str, str] = field(default_factory=dict)
     partition_keys: tuple[str, ...] = ()
+    primary_keys: tuple[str, ...] = ()
     dynamic_overwrite: bool = False
     max_files_per_trigger: int | None = None
     max_rows_per_trigger: int | None = None
     merge_schema: bool = False
+    read_changelog: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str], session_conf: Mapping[str, str] | None = None) -> SourceConfig:
@@ -144,7 +156,7 @@ class SourceConfig:
         mode = lowered.get("partitionoverwritemode", session_mode).strip().lower()
         if mode not in ("static", "dynamic"):
             raise ConfigError(f"partitionOverwriteMode must be static or dynamic, got {mode!r}", "mode")
-        keys = tuple(k.strip() for k in lowered.get("partition-keys", "").split(",") if k.strip())
+        keys = _names(lowered.get("partition-keys", ""))
         return cls(
             location=location,
             warehouse=warehouse,
@@ -152,10 +164,12 @@ class SourceConfig:
             table_options=table_options,
             storage_options=storage_options,
             partition_keys=keys,
+            primary_keys=_names(lowered.get("primary-key", "")),
             dynamic_overwrite=mode == "dynamic",
             max_files_per_trigger=_positive_int(lowered, MAX_FILES_PER_TRIGGER),
             max_rows_per_trigger=_positive_int(lowered, MAX_ROWS_PER_TRIGGER),
             merge_schema=any(opts.parse_bool(lowered[k]) for k in MERGE_SCHEMA_KEYS if k in lowered),
+            read_changelog=opts.parse_bool(lowered.get(READ_CHANGELOG, "false")),
         )
 
     @staticmethod

@@ -10,6 +10,12 @@ of all the tasks (:func:`paimon_core.compact.precommit_compact`; tasks never do)
 files; an aborted job deletes the files of its finished tasks (unless a commit of them is found, after an
 unknown commit outcome), and a failed commit deletes the merged files the same way.
 
+Primary-key tables: rows are upserts, or take their kind from a ``rowkind`` column the table does not have.
+Spark does not route rows to a Python data source's tasks by bucket, so several tasks may write one bucket:
+they write level-0 files only and the driver compacts each written bucket once before the commit
+(:mod:`paimon_spark._consolidate`). Streaming ``complete`` mode is an overwrite of the whole result per
+micro-batch; Spark refuses ``update`` mode for Python data sources (:func:`paimon_spark.write_stream` has it).
+
 Streaming: offsets are :class:`paimon_core.StreamPosition` dicts (snapshot id, full read or delta, files
 done). The sink commits with the streaming query id as commit user and the batch id as commit identifier,
 so a batch replayed after a crash is recognised and never committed twice (nor merged again: the check
@@ -23,6 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSource,
@@ -42,32 +49,42 @@ from pyspark.sql.streaming.datasource import (
     ReadMaxRows,
     SupportsTriggerAvailableNow,
 )
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StringType, StructField, StructType
 
+from paimon_core import options as opts
 from paimon_core.compact import precommit_compact
-from paimon_core.errors import SchemaError, TableNotFoundError
+from paimon_core.errors import ConfigError, SchemaError, TableNotFoundError
+from paimon_core.manifest import IndexFileMeta
 from paimon_core.schema import SchemaManager
 from paimon_core.schema_change import SchemaChange, apply_changes, widening_refusal
 from paimon_core.table import (
+    AuditLogTable,
     CommitMessage,
     DataSplit,
+    DataView,
     StreamPosition,
     StreamScan,
     SystemTable,
     Table,
+    TableRead,
     conform_batch,
     plan_batch,
 )
+from paimon_core.table.mergetree import INSERT
 from paimon_core.types import from_arrow_type
+from paimon_spark._consolidate import consolidate, full_compaction_due
 from paimon_spark._filters import Term, to_terms
 from paimon_spark._options import SourceConfig
 from paimon_spark._types import from_spark_schema, to_spark_schema
+from paimon_spark._upsert import KIND_COLUMN, kinds_of_text, write_kinds
 
-__all__ = ["PaimonDataSource"]
+__all__ = ["ROW_KIND_COLUMN", "PaimonDataSource", "WriteInput"]
 
 logger = logging.getLogger(__name__)
 
 SOURCE_NAME = "paimon"
+ROW_KIND_COLUMN = "rowkind"
+"""The row kind column of changelog reads (``$audit_log``, ``read.changelog``) and of writes."""
 
 
 # --- reading -------------------------------------------------------------------------------------------------
@@ -86,18 +103,71 @@ def _partitions(splits: Sequence[DataSplit], terms: Sequence[Term]) -> list[Paim
     return [PaimonPartition(i, (split,), terms) for i, split in enumerate(splits)]
 
 
+def _bucket_partitions(splits: Sequence[DataSplit]) -> list[PaimonPartition]:
+    """A primary-key table's changes: every split of one bucket in one Spark partition, in commit order, so
+    that the changes of a key in one micro-batch reach one task in the order they were made (a sink or a
+    shuffle keeps the order of the rows of one task; rows of different tasks have none)."""
+    groups: dict[tuple[bytes, int], list[DataSplit]] = {}
+    for split in splits:  # planned snapshot by snapshot
+        groups.setdefault((split.partition, split.bucket), []).append(split)
+    return [PaimonPartition(i, group, ()) for i, group in enumerate(groups.values())]
+
+
+def _changelog_view(config: SourceConfig, table: Table) -> AuditLogTable | None:
+    """The view a read returns rows of with their row kinds: ``$audit_log``, or a table read with
+    ``read.changelog``; None for other reads."""
+    if isinstance(table, AuditLogTable):
+        return table
+    if config.read_changelog and isinstance(table, Table):
+        return AuditLogTable(table)
+    return None
+
+
+def _data_table(config: SourceConfig, table: Table) -> Table:
+    """The table whose snapshots a read plans: a view's data table, or the table itself."""
+    if isinstance(table, DataView):
+        if not isinstance(table, AuditLogTable):
+            raise ConfigError(f"{table.identifier} is read whole by one task; it has no splits to plan")
+        return table.data
+    return table
+
+
+def _spark_schema(config: SourceConfig, table: Table) -> StructType:
+    changelog = _changelog_view(config, table)
+    if changelog is not None:
+        kind = StructField(ROW_KIND_COLUMN, StringType(), nullable=False)
+        return StructType([kind, *to_spark_schema(changelog.data.schema.fields).fields])
+    if isinstance(table, DataView):
+        return to_spark_schema(table.data.schema.fields)
+    return to_spark_schema(table.schema.fields)
+
+
+def _new_read(config: SourceConfig, columns: list[str], terms: Sequence[Term]) -> TableRead:
+    table = config.open_table()
+    changelog = _changelog_view(config, table)
+    if changelog is not None:
+        return changelog.new_read(columns)
+    return table.new_read(columns=columns, filter=list(terms) or None)
+
+
 def _read_partition(
     config: SourceConfig, schema: StructType, partition: PaimonPartition
 ) -> Iterator[pa.RecordBatch]:
     if not partition.splits:
         return
-    table = config.open_table()
-    read = table.new_read(columns=schema.fieldNames(), filter=partition.terms or None)
+    read = _new_read(config, schema.fieldNames(), partition.terms)
     # Spark checks each batch against exactly this schema (nullability included).
     target = to_arrow_schema(schema, timezone="UTC")
     for batch in read.to_batches(partition.splits):
         if batch.num_rows:
             yield batch if batch.schema.equals(target) else batch.cast(target, safe=False)
+
+
+def _read_whole(table: Table) -> bool:
+    """Whether a batch read of ``table`` is one task reading it whole (metadata tables, ``$ro``)."""
+    if isinstance(table, DataView):
+        return not isinstance(table, AuditLogTable)
+    return isinstance(table, SystemTable)
 
 
 class PaimonBatchReader(DataSourceReader):
@@ -110,15 +180,15 @@ class PaimonBatchReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         table = self.config.open_table()
-        if isinstance(table, SystemTable):
+        if _read_whole(table):
             return [PaimonPartition(0, (), ())]  # metadata: read whole by one task
-        splits = plan_batch(table, self.terms or None)
+        splits = plan_batch(_data_table(self.config, table), self.terms or None)
         return _partitions(splits, self.terms) or [PaimonPartition(0, (), ())]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, PaimonPartition)
         table = self.config.open_table()
-        if isinstance(table, SystemTable):
+        if _read_whole(table):
             target = to_arrow_schema(self.schema, timezone="UTC")
             for batch in table.to_batches(columns=self.schema.fieldNames()):
                 yield batch.cast(target, safe=False)
@@ -131,6 +201,9 @@ class PaimonPushdownReader(PaimonBatchReader):
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
         table = self.config.open_table()
+        if isinstance(table, DataView) or _changelog_view(self.config, table) is not None:
+            yield from filters  # views and changelog reads filter in Spark
+            return
         accepted, rejected = to_terms(filters, table.schema.fields)
         self.terms = accepted
         yield from rejected
@@ -147,12 +220,39 @@ class PaimonCommitMessage(WriterCommitMessage):
     query_id: str | None = None
 
 
+@dataclass(frozen=True)
+class WriteInput:
+    """How a DataFrame's columns go into the table, decided on the driver before any task runs.
+
+    Attributes:
+        columns: the DataFrame's columns that hold table data.
+        row_kinds: the DataFrame's column of row kinds (``rowkind``, not a table column), or None.
+    """
+
+    columns: tuple[str, ...]
+    row_kinds: str | None = None
+
+
 def _flatten(messages: Sequence[WriterCommitMessage | None]) -> list[CommitMessage]:
     return [m for message in messages if isinstance(message, PaimonCommitMessage) for m in message.messages]
 
 
-def _write_task(config: SourceConfig, batches: Iterator[pa.RecordBatch]) -> list[CommitMessage]:
+def _per_task(messages: Sequence[WriterCommitMessage | None]) -> list[list[CommitMessage]]:
+    return [list(m.messages) for m in messages if isinstance(m, PaimonCommitMessage) and m.messages]
+
+
+def _write_task(
+    config: SourceConfig,
+    batches: Iterator[pa.RecordBatch],
+    plan: WriteInput | None = None,
+    overwrite: bool = False,
+) -> list[CommitMessage]:
+    """One task's batches written into new files; its commit messages (its files deleted on failure)."""
     table = config.open_table()
+    if table.has_primary_key and plan is not None:
+        # Other tasks may write the same buckets: write level-0 files only, the driver compacts (_consolidate).
+        writing = table.copy({opts.WRITE_ONLY.key: "true"})
+        return write_kinds(writing, list(plan.columns), _with_kinds(batches, plan), overwrite=overwrite)
     writer = table.new_write()
     try:
         for batch in batches:
@@ -163,6 +263,17 @@ def _write_task(config: SourceConfig, batches: Iterator[pa.RecordBatch]) -> list
         raise
     finally:
         writer.close()
+
+
+def _with_kinds(batches: Iterator[pa.RecordBatch], plan: WriteInput) -> Iterator[pa.RecordBatch]:
+    """The batches with a :data:`KIND_COLUMN`: from the row kind column (checked first), else ``+I``."""
+    for batch in batches:
+        if plan.row_kinds is None:
+            kinds = pa.array(np.full(batch.num_rows, INSERT, dtype=np.int8))
+        else:
+            kinds = kinds_of_text(batch.column(plan.row_kinds), plan.row_kinds)
+            batch = batch.drop_columns([plan.row_kinds])
+        yield batch.append_column(KIND_COLUMN, kinds)
 
 
 def _abort(config: SourceConfig, messages: list[CommitMessage]) -> None:
@@ -181,29 +292,56 @@ def _abort(config: SourceConfig, messages: list[CommitMessage]) -> None:
 def _commit_all(
     config: SourceConfig,
     table: Table,
-    messages: list[CommitMessage],
+    tasks: list[list[CommitMessage]],
     commit: Callable[[list[CommitMessage]], Any],
+    *,
+    overwrite: bool = False,
+    commit_number: int = 1,
+    shuffled: bool = False,
 ) -> None:
     """Commit the messages of all the tasks of one write, ``precommit-compact`` applied once over them.
 
-    The merge replaces (and deletes) small task files, so Spark's ``abort`` with the tasks' messages no
-    longer reaches the merged files: a failed commit deletes them here, unless they turn out committed.
+    Unless the tasks wrote one bucket each (``shuffled``: they compacted their buckets themselves), a
+    primary-key table's messages are first made one commit (:func:`~paimon_spark._consolidate.consolidate`:
+    one hash index file per dynamic bucket, each written bucket compacted once, as commit number
+    ``commit_number`` of a writer). The merge replaces (and deletes) small task files, so Spark's ``abort``
+    with the tasks' messages no longer reaches the merged files: a failed commit deletes them here, unless
+    they turn out committed.
     """
-    merged = precommit_compact(table, messages)
+    given = [m for task in tasks for m in task]
+    messages, superseded = given, list[IndexFileMeta]()
+    if table.has_primary_key and not shuffled:
+        full = full_compaction_due(table, commit_number)
+        consolidated = consolidate(table, tasks, overwrite=overwrite, full_compaction=full)
+        messages, superseded = consolidated.messages, consolidated.superseded
+    try:
+        merged = precommit_compact(table, messages)
+    except BaseException:
+        if messages != given:
+            _abort(config, [m for m in messages if m not in given])
+        raise
     try:
         commit(merged)
     except BaseException:
-        if merged != messages:
+        if merged != given:
             try:
                 _abort(config, merged)
             except Exception:  # the commit's own error matters more; leftovers are orphans
                 logger.warning("could not clean up the merged files of a failed commit to %s",
                                table.identifier, exc_info=True)  # fmt: skip
         raise
+    for index in superseded:  # the tasks' own index files of buckets merged into one
+        try:
+            table.storage.delete(table.index_path(index.file_name))
+        except OSError:
+            logger.warning("could not delete superseded index file %s", index.file_name, exc_info=True)
 
 
-def _ensure_table(config: SourceConfig, schema: StructType) -> Table:
-    """Open the table, or create it from the DataFrame's schema (identifier form only)."""
+def _ensure_table(config: SourceConfig, schema: StructType) -> tuple[Table, WriteInput]:
+    """Open the table, or create it from the DataFrame's schema (identifier form only), and check that
+    the DataFrame fits it."""
+    row_kinds = _row_kind_column(config, schema)
+    data_schema = StructType([f for f in schema.fields if f.name != row_kinds])
     try:
         table = config.open_table()
     except TableNotFoundError:
@@ -215,18 +353,54 @@ def _ensure_table(config: SourceConfig, schema: StructType) -> Table:
         database = config.location.rpartition(".")[0] or "default"
         catalog.create_database(database, exist_ok=True)
         creation = {k: v for k, v in config.table_options.items() if not k.startswith(("scan.", "consumer"))}
+        arrow = from_spark_schema(data_schema)
+        keys = {k.lower() for k in config.primary_keys}  # a key column holds no nulls
+        arrow = pa.schema([f.with_nullable(False) if f.name.lower() in keys else f for f in arrow])
         catalog.create_table(
             config.location,
-            from_spark_schema(schema),
+            arrow,
             partition_keys=config.partition_keys,
+            primary_keys=config.primary_keys,
             options=creation,
             exist_ok=True,
         )
         table = config.open_table()
+    if isinstance(table, (SystemTable, DataView)):
+        raise ConfigError(f"{table.identifier} is a system table: it cannot be written")
+    if row_kinds is not None and not table.has_primary_key:
+        raise SchemaError(
+            f"cannot write to {table.identifier}: column {row_kinds!r} holds row kinds, which only a "
+            "primary-key table takes (an append table keeps every row as inserted)"
+        )
     if config.merge_schema:
-        table = _merge_schema(config, table, schema)
-    _check_fits(table, schema)
-    return table
+        table = _merge_schema(config, table, data_schema)
+    _check_keys(table, data_schema)
+    _check_fits(table, data_schema)
+    return table, WriteInput(tuple(data_schema.fieldNames()), row_kinds)
+
+
+def _row_kind_column(config: SourceConfig, schema: StructType) -> str | None:
+    """The DataFrame's ``rowkind`` column when it is not a column of the table (which a table with
+    ``rowkind.field`` names itself)."""
+    found = next((f.name for f in schema.fields if f.name.lower() == ROW_KIND_COLUMN), None)
+    if found is None:
+        return None
+    try:
+        table = config.open_table()
+    except TableNotFoundError:
+        return found  # a table created from this DataFrame gets no rowkind column
+    return None if found.lower() in (n.lower() for n in table.field_names) else found
+
+
+def _check_keys(table: Table, schema: StructType) -> None:
+    """A primary-key table needs the key of every row."""
+    names = {n.lower() for n in schema.fieldNames()}
+    missing = [k for k in table.schema.primary_keys if k.lower() not in names]
+    if missing:
+        raise SchemaError(
+            f"cannot write to {table.identifier}: the data lacks its primary-key columns {missing} "
+            f"(primary key {list(table.schema.primary_keys)})"
+        )
 
 
 def _merge_schema(config: SourceConfig, table: Table, schema: StructType) -> Table:
@@ -266,45 +440,61 @@ def _check_fits(table: Table, schema: StructType) -> None:
 
 
 class PaimonBatchWriter(DataSourceArrowWriter):
-    """``df.write.format("paimon").mode("append" | "overwrite")``: one commit per job."""
+    """``df.write.format("paimon").mode("append" | "overwrite")``: one commit per job.
+
+    Into a primary-key table the rows are upserts, or carry their kind in a ``rowkind`` column; the tasks
+    write level-0 files and the driver compacts (:mod:`paimon_spark._consolidate`).
+    """
 
     def __init__(self, config: SourceConfig, schema: StructType, overwrite: bool) -> None:
         self.config = config
         self.overwrite = overwrite
-        _ensure_table(config, schema)
+        self.plan = _ensure_table(config, schema)[1]
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-        return PaimonCommitMessage(_write_task(self.config, iterator))
+        return PaimonCommitMessage(_write_task(self.config, iterator, self.plan, self.overwrite))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         table = self.config.open_table()
         committer = table.new_commit()
+        tasks = _per_task(messages)
         if self.overwrite:
             dynamic = self.config.dynamic_overwrite
             _commit_all(
-                self.config, table, _flatten(messages), lambda m: committer.overwrite(m, dynamic=dynamic)
+                self.config, table, tasks, lambda m: committer.overwrite(m, dynamic=dynamic), overwrite=True
             )
         else:
-            _commit_all(self.config, table, _flatten(messages), committer.commit)
+            _commit_all(self.config, table, tasks, committer.commit)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         _abort(self.config, _flatten(messages))
 
 
 class PaimonStreamWriter(DataSourceStreamArrowWriter):
-    """Structured Streaming sink, exactly-once through (query id, batch id)."""
+    """Structured Streaming sink, exactly-once through (query id, batch id).
+
+    Spark gives it ``append`` mode, or ``complete`` mode as an overwrite of the whole result each
+    micro-batch (primary-key tables only); Spark refuses ``update`` mode for Python data sources.
+    """
 
     def __init__(self, config: SourceConfig, schema: StructType, overwrite: bool) -> None:
         self.config = config
         self.overwrite = overwrite
-        _ensure_table(config, schema)
+        table, self.plan = _ensure_table(config, schema)
+        if overwrite and not table.has_primary_key:  # only complete mode truncates a streaming sink
+            raise ConfigError(
+                f"complete output mode into {table.identifier}, an append table: an aggregation's results "
+                "change, which only a primary-key table can take (create it with the grouping columns as "
+                "its primary key, option 'primary-key'), or use append mode",
+                "outputMode",
+            )
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         from pyspark import TaskContext
 
         context = TaskContext.get()
         query_id = context.getLocalProperty("sql.streaming.queryId") if context is not None else None
-        return PaimonCommitMessage(_write_task(self.config, iterator), query_id)
+        return PaimonCommitMessage(_write_task(self.config, iterator, self.plan, self.overwrite), query_id)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         query_ids = {m.query_id for m in messages if isinstance(m, PaimonCommitMessage) and m.query_id}
@@ -321,16 +511,21 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
             logger.info("batch %s already committed to %s; dropping its rewrite", batchId, table.identifier)
             committer.abort(flat)
             return
+        tasks = _per_task(messages)
         if self.overwrite:
             dynamic = self.config.dynamic_overwrite
             _commit_all(
                 self.config,
                 table,
-                flat,
+                tasks,
                 lambda m: committer.overwrite(m, dynamic=dynamic, commit_identifier=batchId),
+                overwrite=True,
+                commit_number=batchId + 1,
             )
         else:
-            _commit_all(self.config, table, flat, lambda m: committer.commit(m, batchId))
+            _commit_all(
+                self.config, table, tasks, lambda m: committer.commit(m, batchId), commit_number=batchId + 1
+            )
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         _abort(self.config, _flatten(messages))
@@ -353,7 +548,13 @@ def _offset(position: StreamPosition) -> dict[str, Any]:
 
 
 class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Streaming reads: the starting snapshot (per ``scan.mode``), then each new APPEND snapshot's files."""
+    """Streaming reads: the starting snapshot (per ``scan.mode``), then what each new snapshot adds (an
+    append table's new files, a primary-key table's changes as its ``changelog-producer`` makes them).
+
+    A primary-key table streamed plainly gives its upserts (``+I``, ``+U``) and leaves retractions out, as
+    ``Table.stream(row_kind=False)`` does; ``$audit_log`` or ``read.changelog = true`` put a ``rowkind``
+    column first and keep every change.
+    """
 
     def __init__(self, config: SourceConfig, schema: StructType) -> None:
         self.config = config
@@ -373,7 +574,10 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def scan(self) -> StreamScan:
         if self._scan is None:
-            self._scan = StreamScan(self.config.open_table())
+            table = self.config.open_table()
+            if isinstance(table, (SystemTable, DataView)) and not isinstance(table, AuditLogTable):
+                raise ConfigError(f"{table.identifier} cannot be read as a stream (only $audit_log can)")
+            self._scan = StreamScan(_data_table(self.config, table))
         return self._scan
 
     def initialOffset(self) -> dict[str, Any]:
@@ -412,6 +616,8 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         splits = self.scan.plan(_position(start), _position(end))
+        if self.scan.primary_key:
+            return _bucket_partitions(splits)
         return _partitions(splits, ())
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -449,7 +655,7 @@ class PaimonDataSource(DataSource):
         self.config = SourceConfig.parse(dict(options), self.session_conf)
 
     def schema(self) -> StructType:
-        return to_spark_schema(self.config.open_table().schema.fields)
+        return _spark_schema(self.config, self.config.open_table())
 
     def reader(self, schema: StructType) -> DataSourceReader:
         cls = PaimonPushdownReader if self.filter_pushdown else PaimonBatchReader

@@ -14,29 +14,48 @@ the row-level operation checks of its Spark and Flink integrations): updates and
 ``deduplicate`` or ``partial-update``; deletes need ``deduplicate``, ``partial-update`` with
 ``partial-update.remove-record-on-delete`` or ``partial-update.remove-record-on-sequence-group``, or
 ``aggregation`` with ``aggregation.remove-record-on-delete``.
+
+The same shuffle serves :func:`paimon_spark.write` and :func:`paimon_spark.write_stream` (``_write.py``),
+where a DataFrame's ``rowkind`` column (``+I``, ``-U``, ``+U``, ``-D``, as ``$audit_log`` names them) gives
+each row its kind. The ``paimon`` data source's writers cannot shuffle; they write through
+:func:`write_kinds` too, without compacting (``_source.py``).
 """
 
 from __future__ import annotations
 
+import functools
 import pickle
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame
+import pyarrow.compute as pc
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StructField, StructType
 
 from paimon_core import options as opts
 from paimon_core.bucket import assign_buckets
-from paimon_core.errors import ConfigError
+from paimon_core.errors import ConfigError, SchemaError
 from paimon_core.table import CommitMessage, KeyValueTableWrite, Table
 from paimon_spark._options import SourceConfig
 
-__all__ = ["BUCKET_COLUMN", "KIND_COLUMN", "check_row_level", "write_records"]
+__all__ = [
+    "BUCKET_COLUMN",
+    "KIND_COLUMN",
+    "ROW_KINDS",
+    "check_row_level",
+    "kind_column",
+    "kinds_of_text",
+    "write_kinds",
+    "write_records",
+]
 
 KIND_COLUMN = "__paimon_kind"
 BUCKET_COLUMN = "__paimon_bucket"
+ROW_KINDS = ("+I", "-U", "+U", "-D")
+"""Paimon's row kinds as text, each at the index of its ``_VALUE_KIND`` byte."""
 
 _UPSERT_ENGINES = ("deduplicate", "partial-update")
 
@@ -87,8 +106,13 @@ def check_row_level(table: Table, operation: str, *, upserts: bool, deletes: boo
         )
 
 
-def write_records(table: Table, config: SourceConfig, records: DataFrame) -> list[CommitMessage]:
-    """Write the records (the table's columns plus :data:`KIND_COLUMN`) on the executors.
+def write_records(
+    table: Table, config: SourceConfig, records: DataFrame, *, overwrite: bool = False
+) -> list[CommitMessage]:
+    """Write the records (columns of the table plus :data:`KIND_COLUMN`) on the executors.
+
+    ``overwrite``: the writers start the buckets empty (and dynamic buckets with an empty index), for an
+    OVERWRITE commit of the messages.
 
     Returns the commit messages of all the tasks, for one commit on the driver.
     """
@@ -102,8 +126,42 @@ def write_records(table: Table, config: SourceConfig, records: DataFrame) -> lis
         routed = records.repartition(*keys)
     else:
         routed = records.repartition(1)
-    rows = routed.mapInArrow(_writer(config, table.field_names), "message binary").collect()
+    names = [name for name in records.columns if name != KIND_COLUMN]
+    rows = routed.mapInArrow(_writer(config, names, overwrite), "message binary").collect()
     return [message for row in rows for message in pickle.loads(row[0])]
+
+
+def kind_column(rowkind: str) -> Column:
+    """The ``_VALUE_KIND`` byte of each row from its ``rowkind`` text column, as a Spark expression.
+
+    A null or unknown kind fails the Spark task that meets it (``raise_error``): before a shuffle, that
+    is before any writer has started.
+    """
+    text = F.upper(F.trim(F.col(f"`{rowkind}`")))
+    message = F.concat(
+        F.lit("row kind '"),
+        F.coalesce(F.col(f"`{rowkind}`"), F.lit("null")),
+        F.lit(f"' in column '{rowkind}' is not one of {', '.join(ROW_KINDS)}"),
+    )
+    chosen = functools.reduce(
+        lambda expr, item: expr.when(text == item[1], F.lit(item[0])),
+        list(enumerate(ROW_KINDS))[1:],
+        F.when(text == ROW_KINDS[0], F.lit(0)),
+    )
+    return chosen.otherwise(F.raise_error(message)).cast("tinyint")
+
+
+def kinds_of_text(text: pa.Array | pa.ChunkedArray, column: str) -> pa.Array:
+    """The ``_VALUE_KIND`` bytes of ``+I``/``-U``/``+U``/``-D`` strings.
+
+    Raises:
+        SchemaError: a null or unknown row kind (naming it and the column).
+    """
+    codes = pc.index_in(pc.utf8_upper(pc.utf8_trim_whitespace(text)), value_set=pa.array(ROW_KINDS))
+    if codes.null_count:
+        bad = pc.filter(text, pc.is_null(codes))[0].as_py()
+        raise SchemaError(f"row kind {bad!r} in column {column!r} is not one of {', '.join(ROW_KINDS)}")
+    return pc.cast(codes, pa.int8())
 
 
 def _bucketer(table: Table) -> Any:
@@ -116,20 +174,20 @@ def _bucketer(table: Table) -> Any:
     return assign
 
 
-def _writer(config: SourceConfig, names: list[str]) -> Any:
+def _writer(config: SourceConfig, names: list[str], overwrite: bool) -> Any:
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        messages = _write_task(config, names, batches)
+        messages = write_kinds(config.open_table(), names, batches, overwrite=overwrite)
         yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(messages)], pa.binary())], ["message"])
 
     return write
 
 
-def _write_task(
-    config: SourceConfig, names: list[str], batches: Iterator[pa.RecordBatch]
+def write_kinds(
+    table: Table, names: list[str], batches: Iterator[pa.RecordBatch], *, overwrite: bool = False
 ) -> list[CommitMessage]:
-    """One task's records, written in arrival order: each run of rows of one kind at a time."""
-    table = config.open_table()
-    writer = table.new_write()
+    """One task's records (columns ``names`` plus :data:`KIND_COLUMN`), written in arrival order: each run
+    of rows of one kind at a time. Returns the task's commit messages; a failure deletes its files."""
+    writer = table.new_write(overwrite=overwrite)
     if not isinstance(writer, KeyValueTableWrite):
         raise TypeError(f"{table.identifier} is not a primary-key table")
     try:
