@@ -3,6 +3,8 @@
 python cluster_driver.py MASTER WAREHOUSE write ROWS PARTITIONS SLEEP_PER_ROW_MS
 python cluster_driver.py MASTER WAREHOUSE read
 python cluster_driver.py MASTER WAREHOUSE stream CHECKPOINT TRIGGER   (TRIGGER: once | continuous)
+python cluster_driver.py MASTER WAREHOUSE pk-batch ROUNDS   (sums into primary-key tables, both ways)
+python cluster_driver.py MASTER WAREHOUSE pk-stream CHECKPOINT   (word count in update mode, availableNow)
 """
 
 from __future__ import annotations
@@ -85,6 +87,28 @@ def stream(spark, warehouse: str, checkpoint: str, trigger: str) -> None:  # typ
         query.awaitTermination()
 
 
+def pk_batch(spark, warehouse: str, rounds: int) -> None:  # type: ignore[no-untyped-def]
+    """Aggregation tables (sum per key) written by 8 tasks over both executors, every bucket by several of
+    them through the data source, by one through paimon_spark.write."""
+    import paimon_spark
+
+    for _ in range(rounds):
+        df = spark.range(0, 4000, numPartitions=8).selectExpr("id % 50 AS k", "CAST(1 AS BIGINT) AS v")
+        df.write.format("paimon").option("warehouse", warehouse).mode("append").save("db.sums")
+        paimon_spark.write(df, "db.sums_helper", warehouse=warehouse)
+
+
+def pk_stream(spark, warehouse: str, checkpoint: str) -> None:  # type: ignore[no-untyped-def]
+    import paimon_spark
+
+    words = spark.readStream.format("paimon").option("warehouse", warehouse).load("db.words")
+    counts = words.groupBy("word").count().withColumnRenamed("count", "n")
+    writer = paimon_spark.write_stream(
+        counts, "db.word_count", warehouse=warehouse, output_mode="update", options={"primary-key": "word"}
+    )
+    writer.option("checkpointLocation", checkpoint).trigger(availableNow=True).start().awaitTermination()
+
+
 def main() -> None:
     master, warehouse, command, *rest = sys.argv[1:]
     spark = session(master)
@@ -92,6 +116,10 @@ def main() -> None:
         write(spark, warehouse, int(rest[0]), int(rest[1]), float(rest[2]))
     elif command == "read":
         read(spark, warehouse)
+    elif command == "pk-batch":
+        pk_batch(spark, warehouse, int(rest[0]))
+    elif command == "pk-stream":
+        pk_stream(spark, warehouse, rest[0])
     else:
         stream(spark, warehouse, rest[0], rest[1])
     spark.stop()

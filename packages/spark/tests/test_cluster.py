@@ -241,3 +241,45 @@ def test_streaming_killed_driver_restarts_from_checkpoint_exactly_once(
     cluster.run(warehouse, "stream", checkpoint, "once")
     ids = catalog.get_table("db.dst").to_arrow().column("id").to_pylist()
     assert sorted(ids) == list(range(appended))
+
+
+def test_primary_key_tables_on_the_cluster(cluster: Cluster, tmp_path: Path) -> None:
+    """Several executors write one bucket through the data source (the driver compacts it once) and one writer
+    per bucket through paimon_spark.write; an update-mode word count restarts from its checkpoint."""
+    warehouse = str(tmp_path / "wh")
+    catalog = Catalog.open(warehouse)
+    catalog.create_database("db")
+    sums = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.int64())])
+    options = {
+        "bucket": "2",
+        "merge-engine": "aggregation",
+        "fields.v.aggregate-function": "sum",
+        "num-sorted-run.compaction-trigger": "2",
+    }
+    for name in ("db.sums", "db.sums_helper"):
+        catalog.create_table(name, sums, primary_keys=["k"], options=options)
+    rounds = 3
+    cluster.run(warehouse, "pk-batch", str(rounds))
+    expected = {k: rounds * 4000 // 50 for k in range(50)}
+    for name in ("db.sums", "db.sums_helper"):
+        got = {r["k"]: r["v"] for r in catalog.get_table(name).to_arrow().to_pylist()}
+        assert got == expected, name
+
+    words_schema = pa.schema([pa.field("word", pa.string())])
+    words = catalog.create_table("db.words", words_schema)
+    appended: dict[str, int] = {}
+
+    def append(*batch: str) -> None:
+        words.append(pa.table({"word": list(batch)}, schema=words_schema))
+        for word in batch:
+            appended[word] = appended.get(word, 0) + 1
+
+    append("paimon", "spark", "paimon")
+    append("lake", "paimon")
+    checkpoint = str(tmp_path / "checkpoint")
+    cluster.run(warehouse, "pk-stream", checkpoint)
+    append("spark", "stream", "lake")
+    cluster.run(warehouse, "pk-stream", checkpoint)
+    counted = catalog.get_table("db.word_count")
+    assert {r["word"]: r["n"] for r in counted.to_arrow().to_pylist()} == appended
+    assert len({s.commit_user for s in counted.snapshots()}) == 1  # one query across the restart
