@@ -446,6 +446,21 @@ class RowCodec:
             slot += 8
         return values
 
+    def deserialize_fields(self, data: bytes, positions: Sequence[int]) -> list[Any]:
+        """Decode only the fields at ``positions`` of stored bytes (arity prefix included), in that order."""
+        if len(data) < 4 or _ARITY.unpack_from(data, 0)[0] != self.arity:
+            raise SchemaError(f"stored row does not have arity {self.arity}: {bytes(data[:4]).hex()}")
+        if len(data) - 4 < self.fixed_size:
+            raise SchemaError(f"row of {len(data) - 4} bytes is shorter than its fixed part")
+        values: list[Any] = []
+        for i in positions:
+            bit = i + HEADER_SIZE_IN_BITS
+            if data[4 + (bit >> 3)] & (1 << (bit & 7)):
+                values.append(None)
+            else:
+                values.append(self._readers[i](data, 4, 4 + self.null_bits_size + 8 * i))
+        return values
+
     def _describe(self) -> str:
         return "(" + ", ".join(str(t) for t in self.types) + ")"
 

@@ -257,6 +257,7 @@ def decode_stats(
     value_stats_cols: Sequence[str] | None,
     file_schema_fields: Sequence[DataField],
     write_cols: Sequence[str] | None = None,
+    columns: Iterable[str] | None = None,
 ) -> dict[str, ColumnStats]:
     """Decode a file's value stats into ``{column name: (min, max, null count)}`` for file skipping.
 
@@ -268,8 +269,9 @@ def decode_stats(
         value_stats_cols: ``_VALUE_STATS_COLS``: None = all columns of the file (or its ``write_cols``).
         file_schema_fields: the fields of the schema the file was written with.
         write_cols: ``_WRITE_COLS`` of the file, if any.
+        columns: decode only these columns (file schema names); None = all.
     """
-    from paimon_core.binary_row import deserialize_row
+    from paimon_core.binary_row import codec_for
 
     by_name = {f.name: f for f in file_schema_fields}
     if value_stats_cols is not None:
@@ -280,17 +282,21 @@ def decode_stats(
         names = list(by_name)
     if not names or any(n not in by_name for n in names):
         return {}
-    types = [_stats_type(by_name[n].type) for n in names]
+    wanted = set(names) if columns is None else set(columns)
+    positions = [i for i, n in enumerate(names) if n in wanted]
+    if not positions:
+        return {}
+    codec = codec_for([_stats_type(by_name[n].type) for n in names])
     try:
-        mins = deserialize_row(stats.min_values, types)
-        maxs = deserialize_row(stats.max_values, types)
+        mins = codec.deserialize_fields(stats.min_values, positions)
+        maxs = codec.deserialize_fields(stats.max_values, positions)
     except Exception:  # unreadable stats prove nothing
         return {}
     nulls = stats.null_counts
     result: dict[str, ColumnStats] = {}
-    for i, name in enumerate(names):
+    for low, high, i in zip(mins, maxs, positions, strict=True):
         null_count = nulls[i] if nulls is not None and i < len(nulls) else None
-        if mins[i] is None and maxs[i] is None and null_count is None:
+        if low is None and high is None and null_count is None:
             continue
-        result[name] = (mins[i], maxs[i], null_count)
+        result[names[i]] = (low, high, null_count)
     return result

@@ -4,7 +4,8 @@
   :class:`SimpleStats`) and the entry merge;
 * :mod:`._avro`: the Avro schemas, record conversion and codecs;
 * :mod:`._files`: reading and writing files with exact sizes, the rolling writer;
-* :mod:`._merge`: the manifest merge that keeps base manifest lists short;
+* :mod:`._raw`: manifests as Avro blocks and encoded records (moving entries without decoding them);
+* :mod:`._merge`: the manifest merge that keeps base manifest lists short and partition ranges narrow;
 * :mod:`._index`: index manifests (the snapshot's list of index files).
 """
 
@@ -35,6 +36,7 @@ from paimon_core.manifest._files import (
     read_all_entries,
     read_manifest_file,
     read_manifest_list,
+    read_manifest_where,
     write_manifest_file,
     write_manifest_list,
     write_manifests,
@@ -81,6 +83,7 @@ __all__ = [
     "read_index_manifest",
     "read_manifest_file",
     "read_manifest_list",
+    "read_manifest_where",
     "wall_clock_to_epoch_millis",
     "write_index_manifest",
     "write_manifest_file",

@@ -30,11 +30,13 @@ __all__ = [
     "MANIFEST_ENTRY_SCHEMA",
     "MANIFEST_FILE_META_SCHEMA",
     "avro_codec",
+    "check_entry_version",
     "decode_entries",
     "decode_file_metas",
     "encode_ocf",
     "entry_to_record",
     "file_meta_to_record",
+    "record_to_entry",
 ]
 
 _NAMESPACE_RECORD = "org.apache.paimon.avro.generated.record"
@@ -400,17 +402,26 @@ def _check_version(record: dict[str, Any], expected: int, what: str, path: str |
         raise CorruptMetadataError(f"{what} {path or ''} has unsupported _VERSION {version!r}", path)
 
 
+def check_entry_version(record: dict[str, Any], path: str | None = None) -> None:
+    _check_version(record, _ENTRY_VERSION, "manifest file", path)
+
+
+def record_to_entry(record: dict[str, Any], path: str | None = None) -> ManifestEntry:
+    """An entry from its decoded Avro record (``_VERSION`` checked by the caller)."""
+    try:
+        return _record_to_entry(record)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise CorruptMetadataError(
+            f"manifest file {path or ''} has a malformed entry: {exc!r}", path
+        ) from None
+
+
 def decode_entries(data: bytes, path: str | None = None) -> list[ManifestEntry]:
     """Decode a manifest file's bytes. Fields that older writers lack come back as None/defaults."""
     entries = []
     for record in _read_ocf(data, "manifest file", path):
-        _check_version(record, _ENTRY_VERSION, "manifest file", path)
-        try:
-            entries.append(_record_to_entry(record))
-        except (KeyError, ValueError, TypeError) as exc:
-            raise CorruptMetadataError(
-                f"manifest file {path or ''} has a malformed entry: {exc!r}", path
-            ) from None
+        check_entry_version(record, path)
+        entries.append(record_to_entry(record, path))
     return entries
 
 

@@ -60,6 +60,19 @@ class ManifestCache:
                 self._weight -= dropped
         return entries
 
+    def lookup(self, key: str, exists: Callable[[], bool]) -> list[ManifestEntry] | None:
+        """The cached entries of ``key``, if any (and its file still ``exists()``); nothing is loaded."""
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None:
+                self._entries.move_to_end(key)
+        if hit is None:
+            return None
+        if exists():
+            return hit[1]
+        self._forget(key)
+        return None
+
     def _forget(self, key: str) -> None:
         with self._lock:
             dropped = self._entries.pop(key, None)

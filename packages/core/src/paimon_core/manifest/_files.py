@@ -6,6 +6,7 @@ Every file is serialized in memory and written once, so the size recorded in the
 
 from __future__ import annotations
 
+import functools
 import io
 import itertools
 import logging
@@ -46,11 +47,14 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "ManifestContext",
     "ManifestNamer",
+    "MetaBuilder",
     "RollingManifestWriter",
     "compute_partition_stats",
     "read_all_entries",
     "read_manifest_file",
     "read_manifest_list",
+    "read_manifest_where",
+    "readable_partition_stats",
     "write_manifest_file",
     "write_manifest_list",
     "write_manifests",
@@ -59,6 +63,8 @@ __all__ = [
 # Like Java's RollingFileWriter: look at the written size only every this many records.
 ROLL_CHECK_RECORDS = 1000
 DEFAULT_TARGET_FILE_SIZE = 8 << 20
+# Merged manifests hold a narrow range of partitions: they are cut at target-size / RANGE_FRACTION.
+RANGE_FRACTION = 64
 
 
 class ManifestNamer:
@@ -135,6 +141,12 @@ class ManifestContext:
     def level(self) -> int | None:
         return self.compression_level if self.codec == "zstandard" else None
 
+    @property
+    def range_size(self) -> int:
+        """The size a merged manifest of a range of partitions is cut at (see :mod:`._merge`): a 64th of the
+        target size, at least 256 bytes of entries."""
+        return max(self.target_file_size // RANGE_FRACTION, 256)
+
 
 # --- partition stats --------------------------------------------------------------------------------------
 
@@ -143,60 +155,187 @@ def compute_partition_stats(
     entries: Iterable[ManifestEntry], partition_types: Sequence[DataType]
 ) -> SimpleStats:
     """``_PARTITION_STATS`` over the entries: per partition field min, max and null count (one per entry)."""
-    if not partition_types:
-        return SimpleStats(EMPTY_ROW_BYTES, EMPTY_ROW_BYTES, ())
-    from paimon_core.binary_row import deserialize_row, serialize_row
-
-    arity = len(partition_types)
-    counts: dict[bytes, int] = {}
+    stats = _PartitionStats(partition_types)
     for entry in entries:
-        counts[entry.partition] = counts.get(entry.partition, 0) + 1
-    mins: list[Any] = [None] * arity
-    maxs: list[Any] = [None] * arity
-    nulls = [0] * arity
-    for partition, count in counts.items():
-        values = deserialize_row(partition, list(partition_types))
-        for i, value in enumerate(values):
-            if value is None:
-                nulls[i] += count
-                continue
-            if mins[i] is None or value < mins[i]:
-                mins[i] = value
-            if maxs[i] is None or value > maxs[i]:
-                maxs[i] = value
-    types = list(partition_types)
-    return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), tuple(nulls))
+        stats.add(entry.partition)
+    return stats.result()
+
+
+class _PartitionStats:
+    """Accumulates ``_PARTITION_STATS`` from partitions (stored bytes) and from other manifests' stats."""
+
+    def __init__(self, partition_types: Sequence[DataType]) -> None:
+        self.types = list(partition_types)
+        self.counts: dict[bytes, int] = {}
+        arity = len(self.types)
+        self.mins: list[Any] = [None] * arity
+        self.maxs: list[Any] = [None] * arity
+        self.nulls = [0] * arity
+
+    def add(self, partition: bytes, count: int = 1) -> None:
+        self.counts[partition] = self.counts.get(partition, 0) + count
+
+    def add_stats(self, stats: SimpleStats) -> bool:
+        """Include a manifest's partition stats; False when they cannot be read (the result is then unknown)."""
+        if not self.types:
+            return True
+        from paimon_core.binary_row import deserialize_row
+
+        try:
+            mins = deserialize_row(stats.min_values, self.types)
+            maxs = deserialize_row(stats.max_values, self.types)
+        except Exception:  # another writer's layout
+            return False
+        nulls = stats.null_counts or ()
+        if len(nulls) != len(self.types) or any(n is None for n in nulls):
+            return False
+        for i, (low, high) in enumerate(zip(mins, maxs, strict=True)):
+            self._widen(i, low)
+            self._widen(i, high)
+            self.nulls[i] += nulls[i] or 0
+        return True
+
+    def _widen(self, i: int, value: Any) -> None:
+        if value is None:
+            return
+        if self.mins[i] is None or value < self.mins[i]:
+            self.mins[i] = value
+        if self.maxs[i] is None or value > self.maxs[i]:
+            self.maxs[i] = value
+
+    def result(self) -> SimpleStats:
+        if not self.types:
+            return SimpleStats(EMPTY_ROW_BYTES, EMPTY_ROW_BYTES, ())
+        from paimon_core.binary_row import deserialize_row, serialize_row
+
+        for partition, count in self.counts.items():
+            for i, value in enumerate(deserialize_row(partition, self.types)):
+                if value is None:
+                    self.nulls[i] += count
+                else:
+                    self._widen(i, value)
+        self.counts = {}
+        return SimpleStats(
+            serialize_row(self.mins, self.types), serialize_row(self.maxs, self.types), tuple(self.nulls)
+        )
+
+
+def readable_partition_stats(meta: ManifestFileMeta, partition_types: Sequence[DataType]) -> bool:
+    """Whether ``meta``'s partition stats can be combined with others (:meth:`MetaBuilder.add_meta`)."""
+    stats = meta.partition_stats
+    return _readable(stats.min_values, stats.max_values, stats.null_counts, tuple(partition_types))
+
+
+@functools.lru_cache(maxsize=4096)
+def _readable(
+    min_values: bytes,
+    max_values: bytes,
+    null_counts: tuple[int | None, ...] | None,
+    types: tuple[DataType, ...],
+) -> bool:
+    return _PartitionStats(types).add_stats(SimpleStats(min_values, max_values, null_counts))
+
+
+class MetaBuilder:
+    """The manifest-list record of a manifest assembled from entries, from records cut out of other manifests
+    and from whole manifests.
+
+    Partition stats, counts and buckets are exact. Schema id, levels and row ids of records are known only
+    for the manifest they came from (:meth:`add_bounds`): the result covers that manifest's range, which can
+    only be wider than the records' own. Readers use these fields to skip manifests, so wider is safe.
+    """
+
+    def __init__(self, partition_types: Sequence[DataType]) -> None:
+        self._partitions = _PartitionStats(partition_types)
+        self._buckets_known = True
+        self.added = 0
+        self.deleted = 0
+        self._schema_id = -1
+        self._buckets: list[int] = []
+        self._levels: list[int | None] = []
+        self._row_ids: list[int | None] = []
+        self._total_buckets: set[int | None] = set()
+
+    def add_entry(self, entry: ManifestEntry) -> None:
+        self.add_record(int(entry.kind), entry.partition, entry.bucket, entry.total_buckets)
+        self.add_entry_bounds(entry)
+
+    def add_entry_bounds(self, entry: ManifestEntry) -> None:
+        """The schema id, level and row ids of an entry whose record was added with :meth:`add_record`."""
+        f = entry.file
+        self._schema_id = max(self._schema_id, f.schema_id)
+        self._levels += [f.level, f.level]
+        if f.first_row_id is None:
+            self._row_ids.append(None)
+        else:
+            self._row_ids += [f.first_row_id, f.first_row_id + f.row_count - 1]
+
+    def add_record(self, kind: int, partition: bytes, bucket: int, total_buckets: int) -> None:
+        """One record's prefix; its ``_FILE`` bounds come with :meth:`add_bounds` of its manifest."""
+        if kind == FileKind.ADD:
+            self.added += 1
+        else:
+            self.deleted += 1
+        self._partitions.add(partition)
+        self._buckets.append(bucket)
+        self._total_buckets.add(total_buckets)
+
+    def add_bounds(self, meta: ManifestFileMeta) -> None:
+        """The schema id, levels and row ids of ``meta`` cover records taken from it."""
+        self._schema_id = max(self._schema_id, meta.schema_id)
+        self._levels += [meta.min_level, meta.max_level]
+        self._row_ids += [meta.min_row_id, meta.max_row_id]
+
+    def add_meta(self, meta: ManifestFileMeta) -> None:
+        """All of ``meta``'s entries, taken unchanged.
+
+        Raises:
+            ValueError: its partition stats cannot be read (see :func:`readable_partition_stats`).
+        """
+        if not self._partitions.add_stats(meta.partition_stats):
+            raise ValueError(f"unreadable partition stats of manifest {meta.file_name}")
+        self.added += meta.num_added_files
+        self.deleted += meta.num_deleted_files
+        self.add_bounds(meta)
+        if meta.min_bucket is None or meta.max_bucket is None:
+            self._buckets_known = False
+        else:
+            self._buckets += [meta.min_bucket, meta.max_bucket]
+        self._total_buckets.add(meta.total_buckets)
+
+    def build(self, file_name: str, file_size: int) -> ManifestFileMeta:
+        levels = [v for v in self._levels if v is not None]
+        known_levels = len(levels) == len(self._levels) and levels
+        row_ids = [v for v in self._row_ids if v is not None]
+        known_rows = len(row_ids) == len(self._row_ids) and row_ids
+        buckets_known = self._buckets_known and self._buckets
+        # Only a common, positive bucket count says something about every entry (pypaimon writes the same).
+        total = next(iter(self._total_buckets)) if len(self._total_buckets) == 1 else None
+        stats = self._partitions.result()
+        return ManifestFileMeta(
+            file_name=file_name,
+            file_size=file_size,
+            num_added_files=self.added,
+            num_deleted_files=self.deleted,
+            partition_stats=stats,
+            schema_id=max(self._schema_id, 0),
+            min_bucket=min(self._buckets) if buckets_known else None,
+            max_bucket=max(self._buckets) if buckets_known else None,
+            min_level=min(levels) if known_levels else None,
+            max_level=max(levels) if known_levels else None,
+            min_row_id=min(row_ids) if known_rows else None,
+            max_row_id=max(row_ids) if known_rows else None,
+            total_buckets=total if total is not None and total > 0 else None,
+        )
 
 
 def _build_meta(
     file_name: str, file_size: int, entries: Sequence[ManifestEntry], partition_types: Sequence[DataType]
 ) -> ManifestFileMeta:
-    added = sum(1 for e in entries if e.kind is FileKind.ADD)
-    min_row_id: int | None = None
-    max_row_id: int | None = None
-    if all(e.file.first_row_id is not None for e in entries):
-        min_row_id = min(e.file.first_row_id for e in entries if e.file.first_row_id is not None)
-        max_row_id = max(
-            e.file.first_row_id + e.file.row_count - 1 for e in entries if e.file.first_row_id is not None
-        )
-    # Only a common, positive bucket count says something about every entry (pypaimon writes the same).
-    bucket_counts = {e.total_buckets for e in entries}
-    total_buckets = next(iter(bucket_counts)) if len(bucket_counts) == 1 else None
-    return ManifestFileMeta(
-        file_name=file_name,
-        file_size=file_size,
-        num_added_files=added,
-        num_deleted_files=len(entries) - added,
-        partition_stats=compute_partition_stats(entries, partition_types),
-        schema_id=max(e.file.schema_id for e in entries),
-        min_bucket=min(e.bucket for e in entries),
-        max_bucket=max(e.bucket for e in entries),
-        min_level=min(e.file.level for e in entries),
-        max_level=max(e.file.level for e in entries),
-        min_row_id=min_row_id,
-        max_row_id=max_row_id,
-        total_buckets=total_buckets if total_buckets is not None and total_buckets > 0 else None,
-    )
+    builder = MetaBuilder(partition_types)
+    for entry in entries:
+        builder.add_entry(entry)
+    return builder.build(file_name, file_size)
 
 
 # --- manifest files ---------------------------------------------------------------------------------------
@@ -259,6 +398,25 @@ def read_manifest_file(storage: StorageBackend, path: str) -> list[ManifestEntry
         CorruptMetadataError: the file is missing or unreadable.
     """
     return decode_entries(read_metadata_file(storage, path, "manifest file"), path)
+
+
+def read_manifest_where(
+    storage: StorageBackend, path: str, keep_partition: Callable[[bytes], bool]
+) -> list[ManifestEntry]:
+    """The entries of a manifest file whose partition (stored bytes) ``keep_partition`` accepts, in order.
+
+    The partition is read before anything else of an entry: the rest of the others is skipped undecoded.
+
+    Raises:
+        CorruptMetadataError: the file is missing or unreadable.
+    """
+    from paimon_core.manifest._raw import decode_entries_where
+
+    data = read_metadata_file(storage, path, "manifest file")
+    entries = decode_entries_where(data, keep_partition, path)
+    if entries is None:  # records of an unusual layout: decode them all
+        entries = [e for e in decode_entries(data, path) if keep_partition(e.partition)]
+    return entries
 
 
 def read_all_entries(

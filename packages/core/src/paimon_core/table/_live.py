@@ -9,7 +9,7 @@ full state once per table handle and then only the delta manifests of the snapsh
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from paimon_core.errors import CorruptMetadataError
@@ -24,6 +24,59 @@ __all__ = ["LiveFileIndex"]
 
 # Beyond this many new snapshots, one full read is cheaper than their deltas.
 _MAX_DELTAS = 64
+# Changes on top of a full state are kept apart until they reach this share of it (then folded in).
+_FOLD_SHARE = 8
+
+
+class _LiveView(Mapping[FileIdentifier, ManifestEntry]):
+    """A full state plus the changes of later snapshots: advancing by a few commits copies the changes, not
+    the whole table (the full state is shared by the views of successive snapshots and never changed)."""
+
+    def __init__(
+        self,
+        base: dict[FileIdentifier, ManifestEntry],
+        added: dict[FileIdentifier, ManifestEntry] | None = None,
+        removed: frozenset[FileIdentifier] = frozenset(),
+    ) -> None:
+        self._base = base
+        self._added = added or {}
+        self._removed = removed  # keys of the base that are gone (or replaced by an added entry)
+
+    def __getitem__(self, key: FileIdentifier) -> ManifestEntry:
+        hit = self._added.get(key)
+        if hit is not None:
+            return hit
+        if key in self._removed:
+            raise KeyError(key)
+        return self._base[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._added or (key not in self._removed and key in self._base)
+
+    def __iter__(self) -> Iterator[FileIdentifier]:
+        removed, added = self._removed, self._added
+        yield from (k for k in self._base if k not in removed and k not in added)
+        yield from added
+
+    def __len__(self) -> int:
+        return len(self._base) - len(self._removed) + len(self._added)
+
+    def advanced(self, entries: list[ManifestEntry]) -> _LiveView:
+        """The view after applying ``entries`` (a snapshot's delta), in order."""
+        added, removed = dict(self._added), set(self._removed)
+        for entry in entries:
+            key = entry.identifier()
+            if entry.kind == FileKind.ADD:
+                added[key] = entry
+                if key in self._base:
+                    removed.add(key)
+            else:
+                added.pop(key, None)
+                if key in self._base:
+                    removed.add(key)
+        if (len(added) + len(removed)) * _FOLD_SHARE > len(self._base):
+            return _LiveView(dict(_LiveView(self._base, added, frozenset(removed)).items()))
+        return _LiveView(self._base, added, frozenset(removed))
 
 
 class LiveFileIndex:
@@ -33,7 +86,7 @@ class LiveFileIndex:
         self._table = table
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
-        self._files: dict[FileIdentifier, ManifestEntry] = {}
+        self._files = _LiveView({})
 
     def at(self, snapshot: Snapshot | None) -> Mapping[FileIdentifier, ManifestEntry]:
         """The live entries of ``snapshot`` (read-only; a new mapping whenever the snapshot changes).
@@ -52,11 +105,11 @@ class LiveFileIndex:
             if cached is not None and cached.id < snapshot.id <= cached.id + _MAX_DELTAS:
                 files = self._advance(cached, snapshot)
             if files is None:
-                files = {e.identifier(): e for e in live_entries(self._table, snapshot)}
+                files = _LiveView({e.identifier(): e for e in live_entries(self._table, snapshot)})
             self._snapshot, self._files = snapshot, files
             return files
 
-    def _advance(self, cached: Snapshot, target: Snapshot) -> dict[FileIdentifier, ManifestEntry] | None:
+    def _advance(self, cached: Snapshot, target: Snapshot) -> _LiveView | None:
         """Apply the deltas of ``(cached, target]``; None when the chain between them cannot be followed
         (a snapshot expired, or a rollback replaced the cached one): then the caller reads in full."""
         sm = self._table.snapshot_manager
@@ -65,15 +118,12 @@ class LiveFileIndex:
         chain = [sm.try_snapshot(i) for i in range(cached.id + 1, target.id)]
         if any(s is None for s in chain):
             return None
-        files = dict(self._files)
+        files = self._files
         try:
             for snapshot in [*(s for s in chain if s is not None), target]:
-                delta = read_entries(self._table, manifest_metas(self._table, snapshot, delta_only=True))
-                for entry in delta:
-                    if entry.kind == FileKind.ADD:
-                        files[entry.identifier()] = entry
-                    else:
-                        files.pop(entry.identifier(), None)
+                files = files.advanced(
+                    read_entries(self._table, manifest_metas(self._table, snapshot, delta_only=True))
+                )
         except CorruptMetadataError:
             return None  # an intermediate delta expired meanwhile: read the target in full
         return files

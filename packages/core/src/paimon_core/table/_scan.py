@@ -20,6 +20,7 @@ from paimon_core.manifest import (
     merge_entries,
     read_manifest_file,
     read_manifest_list,
+    read_manifest_where,
 )
 from paimon_core.manifest._cache import manifest_cache
 from paimon_core.predicate import Predicate
@@ -80,17 +81,23 @@ def read_entries(
 
     def read_one(meta: ManifestFileMeta) -> list[ManifestEntry]:
         path = table.manifest_path(meta.file_name)
-        if cached and meta.file_size <= threshold:
-            entries = manifest_cache.get(
+        cacheable = cached and meta.file_size <= threshold
+        if pruner.predicate is not None:
+            # Entries of other partitions are skipped before their _FILE is decoded; a cached decode is used
+            # when there is one, but a filtered read never fills the cache.
+            hit = manifest_cache.lookup(path, lambda: table.storage.exists(path)) if cacheable else None
+            if hit is None:
+                return read_manifest_where(table.storage, path, pruner.partition_may_match)
+            return [e for e in hit if pruner.partition_may_match(e.partition)]
+        if cacheable:
+            return manifest_cache.get(
                 path,
                 meta.file_size,
                 budget,
                 lambda: read_manifest_file(table.storage, path),
                 lambda: table.storage.exists(path),
             )
-        else:
-            entries = read_manifest_file(table.storage, path)
-        return [e for e in entries if pruner.partition_may_match(e.partition)]
+        return read_manifest_file(table.storage, path)
 
     if len(wanted) > 4:
         with ThreadPoolExecutor(max_workers=8) as pool:
@@ -232,29 +239,39 @@ class Pruner:
             return True
         return self.predicate.columns <= set(schema.primary_keys) | set(schema.partition_keys)
 
+    @cached_property
+    def _value_columns(self) -> list[str]:
+        """The filter's columns that are not partition columns: only their statistics are ever decoded."""
+        if self.predicate is None:
+            return []
+        keys = set(self.table.partition_keys)
+        return sorted(c for c in self.predicate.columns if c not in keys)
+
     def file_may_match(self, entry: ManifestEntry) -> bool:
         if self.predicate is None:
             return True
-        if not self._stats_prune:
-            return self.predicate.may_match(
-                self.table.partition_values(entry.partition), {}, entry.file.row_count
-            )
+        values = self.table.partition_values(entry.partition)
         file = entry.file
+        if not self._stats_prune or not self._value_columns:
+            return self.predicate.may_match(values, {}, file.row_count)
         current_fields = self._current_fields
-        file_schema = self.table.schema_manager.schema(file.schema_id)
         file_fields_by_id = self._fields_by_id(file.schema_id)
-        stats_by_file_name = decode_stats(file.value_stats, file.value_stats_cols, list(file_schema.fields))
+        wanted: dict[str, str] = {}  # file schema name -> filter (current) name
         ranges: dict[str, tuple[Any, Any, int | None]] = {}
-        for name in self.predicate.columns:
-            if name in self.table.partition_keys:
-                continue
+        for name in self._value_columns:
             file_field = file_fields_by_id.get(current_fields[name].id)
             if file_field is None:
                 ranges[name] = (None, None, file.row_count)  # column added later: all null in this file
-            elif file_field.name in stats_by_file_name and file_field.type == current_fields[name].type:
-                ranges[name] = stats_by_file_name[file_field.name]
-        values = self.table.partition_values(entry.partition)
+            elif file_field.type == current_fields[name].type:
+                wanted[file_field.name] = name
+        if wanted:
+            fields = self._file_field_list(file.schema_id)
+            decoded = decode_stats(file.value_stats, file.value_stats_cols, fields, None, wanted)
+            ranges.update((wanted[n], stats) for n, stats in decoded.items())
         return self.predicate.may_match(values, ranges, file.row_count)
+
+    def _file_field_list(self, schema_id: int) -> list[DataField]:
+        return list(self._fields_by_id(schema_id).values())
 
 
 class TableScan:
