@@ -270,6 +270,14 @@ def bench_spark(session: nox.Session) -> None:
 
 
 @nox.session
+def bench_spark_pk(session: nox.Session) -> None:
+    """``benchmarks/spark_pk_bench.py``: 2M upserts into a ``bucket = 8`` primary-key table and merged reads
+    through Spark vs Spark's own Parquet."""
+    session.install("-e", "packages/core", "-e", "packages/spark", *BY_DIR["spark"].test_extras)
+    session.run("python", "benchmarks/spark_pk_bench.py", *session.posargs)
+
+
+@nox.session
 def bench_compact(session: nox.Session) -> None:
     """``benchmarks/compact_bench.py --spark``: 2,000 small files compacted locally and on Spark ``local[2]``."""
     session.install("-e", "packages/core", "-e", "packages/spark", *BY_DIR["spark"].test_extras)
