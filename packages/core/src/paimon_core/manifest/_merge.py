@@ -46,6 +46,7 @@ from __future__ import annotations
 import bisect
 import functools
 import logging
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -79,6 +80,18 @@ __all__ = ["merge_manifests"]
 _Key = tuple[Any, ...]
 _PreKey = tuple[bytes, int, str]
 _READ_THREADS = 8
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _read_pool() -> ThreadPoolExecutor:
+    """Threads that read the manifests a merge needs, shared by all merges (a commit that merges should not
+    start threads first); nothing running on them waits for this pool."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=_READ_THREADS, thread_name_prefix="paimon-manifest-merge")
+        return _pool
 
 
 def merge_manifests(
@@ -343,11 +356,7 @@ class _Merge:
                 return _Source(meta, raw)
             return _Source(meta, None, decode_entries(data, path))
 
-        if len(wanted) > 1:
-            with ThreadPoolExecutor(max_workers=min(_READ_THREADS, len(wanted))) as pool:
-                loaded = list(pool.map(load, wanted))
-        else:
-            loaded = [load(m) for m in wanted]
+        loaded = list(_read_pool().map(load, wanted)) if len(wanted) > 1 else [load(m) for m in wanted]
         for source in loaded:
             self._sources[source.meta.file_name] = source
 

@@ -356,8 +356,9 @@ class ManifestBuilder:
         self._buffer = io.BytesIO()
         self._writer = Writer(self._buffer, PARSED_ENTRY_SCHEMA, codec=codec, sync_interval=SYNC_INTERVAL,
                               compression_level=level)  # fmt: skip
-        # The file's sync marker, which every block ends with (fastavro's Writer keeps it; it is not typed).
-        self._sync: bytes = getattr(self._writer, "sync_marker")  # noqa: B009
+        # The header (written at once) ends with the file's sync marker, which every block ends with too.
+        header = self._buffer.getvalue()
+        self._sync = header[-_SYNC_SIZE:] if header.startswith(MAGIC) and len(header) > _SYNC_SIZE else None
         self._pending: list[bytes] = []
         self._pending_size = 0
         self._pending_count = 0
@@ -368,7 +369,7 @@ class ManifestBuilder:
         records added next instead of copying it as it is."""
         assert raw.ours
         self.count += block.count
-        if reopen or raw.codec != self.codec:
+        if reopen or raw.codec != self.codec or self._sync is None:
             self._add_encoded(raw.decompress(block), block.count)
             return
         self._flush_records()
