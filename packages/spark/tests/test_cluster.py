@@ -283,3 +283,44 @@ def test_primary_key_tables_on_the_cluster(cluster: Cluster, tmp_path: Path) -> 
     counted = catalog.get_table("db.word_count")
     assert {r["word"]: r["n"] for r in counted.to_arrow().to_pylist()} == appended
     assert len({s.commit_user for s in counted.snapshots()}) == 1  # one query across the restart
+
+
+MULTIPLE_WRITERS = Path(__file__).parents[3] / "examples" / "multiple_writers.py"
+
+
+def test_multiple_writers_with_a_dedicated_compaction_job(cluster: Cluster, tmp_path: Path) -> None:
+    """Paimon's Multiple Writers topology (examples/multiple_writers.py on the cluster): two streaming queries
+    write different columns of one partial-update, write-only table while a streaming compaction job
+    compacts it; rows come out whole, none lost, the writers only appended and nothing failed."""
+    warehouse = str(tmp_path / "wh")
+    process = subprocess.Popen(
+        [sys.executable, str(MULTIPLE_WRITERS), "--master", cluster.master_url, warehouse],
+        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    out, err = process.communicate(timeout=900)
+    assert process.returncode == 0, err[-5000:]  # the example checks its queries' and jobs' errors itself
+    assert "CommitConflict" not in err
+    summary = json.loads(out.strip().splitlines()[-1])
+
+    table = Catalog.open(warehouse).get_table("default.users")
+    rows = table.to_arrow().to_pylist()
+    users = 3000
+    assert summary["rows"] == len(rows) == users
+    assert sorted(r["id"] for r in rows) == list(range(users))
+    for row in rows:  # each row has both writers' columns
+        i = row["id"]
+        assert (row["name"], row["clicks"], row["last_page"]) == (f"user-{i}", 3 * i, f"/page/{i % 10}")
+        assert row["country"] is not None
+
+    snapshots = table.snapshots()
+    kinds: dict[str, set[str]] = {}
+    for snapshot in snapshots:
+        kinds.setdefault(snapshot.commit_user, set()).add(snapshot.commit_kind.value)
+    writers = [user for user, made in kinds.items() if "APPEND" in made]
+    assert len(writers) == 2 and all(kinds[user] == {"APPEND"} for user in writers)  # write-only: no COMPACT
+    compactions = [s.id for s in snapshots if s.commit_kind.value == "COMPACT"]
+    last_append = max(s.id for s in snapshots if s.commit_kind.value == "APPEND")
+    assert compactions == summary["streaming_compactions"] + summary["final_compactions"]
+    assert any(i < last_append for i in summary["streaming_compactions"])  # compacted while they wrote
+    # the final full compaction leaves one file per bucket, at the top level
+    assert summary["live_files"] == len(table.live_entries()) == 2
