@@ -1,4 +1,4 @@
-"""Spark primary-key benchmark: upserts into a ``bucket = 8`` table and its merged reads, against Spark's Parquet.
+"""Spark primary-key benchmark: upserts into a ``bucket = 8`` table and merged reads, vs Spark's Parquet.
 
 One ``local[2]`` SparkSession (as ``spark_bench.py`` sets it up: zstd level 3 everywhere), two generated
 DataFrames (int64 key ``id``, string category, float64 value, timestamp, string payload):
@@ -16,13 +16,14 @@ Three ways take both batches, each into fresh tables/directories every round:
   appended as it is (the same rows, nothing merged), and copy-on-write (the base anti-joined with the update
   and rewritten): what one does to get the merged rows with Parquet alone.
 
-Then the merged tables are read (``count()``, and an aggregate over every column: the checksum) against Spark's
-Parquet holding the same merged rows (the copy-on-write output). Before anything is timed, each way's result is
-checked against the expected rows computed with pyarrow (every row, every column); the checksum of every
-timed round's result is checked after. Each operation runs once to warm up, then the ways run in interleaved
-rounds (a busy moment of the machine hits them alike); the median of ``--repeat`` rounds counts.
+Then the merged tables are read (``count()``, and an aggregate over every column: the checksum) against
+Spark's Parquet holding the same merged rows (the copy-on-write output). Before anything is timed, each way's
+result is checked against the expected rows computed with pyarrow (every row, every column); the checksum of
+every timed round's result is checked after. Each operation runs once to warm up, then the ways run in
+interleaved rounds (a busy moment of the machine hits them alike); the median of ``--repeat`` rounds counts.
 
-Run it with ``./dev nox -s bench_spark_pk`` or ``python benchmarks/spark_pk_bench.py`` next to ``paimon-spark``.
+Run it with ``./dev nox -s bench_spark_pk`` or ``python benchmarks/spark_pk_bench.py`` next to
+``paimon-spark``.
 Results go to stdout and to ``results-spark-pk.md`` / ``results-spark-pk.json`` in ``--output-dir``.
 """
 
@@ -205,8 +206,8 @@ def check_rows(df: Any, expected: pa.Table, who: str) -> None:
         assert column.equals(expected[name]), f"{who}: column {name} differs from the expected rows"
 
 
-def interleaved_medians(rounds: int, actions: dict[str, Callable[[int], Any]]) -> dict[str, float]:
-    """Warm every action up once (round -1), then run them in turn for ``rounds`` rounds; the medians."""
+def interleaved_rounds(rounds: int, actions: dict[str, Callable[[int], Any]]) -> dict[str, list[float]]:
+    """Warm every action up once (round -1), then run them in turn for ``rounds`` rounds; their seconds."""
     for action in actions.values():
         action(-1)
     times: dict[str, list[float]] = {name: [] for name in actions}
@@ -215,7 +216,7 @@ def interleaved_medians(rounds: int, actions: dict[str, Callable[[int], Any]]) -
             started = time.perf_counter()
             action(attempt)
             times[name].append(time.perf_counter() - started)
-    return {name: statistics.median(values) for name, values in times.items()}
+    return times
 
 
 def layout(warehouse: str, name: str) -> dict[str, Any]:
@@ -304,7 +305,7 @@ def measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
             assert got == expected_sum, f"{name}: checksum {got}, expected {expected_sum}"
         print(f"checked: {expected.num_rows:,} merged rows, every column, in all three ways", flush=True)
 
-        write_s = interleaved_medians(args.repeat, {k: (lambda i, a=a: a(i)) for k, a in writes.items()})
+        write_rounds = interleaved_rounds(args.repeat, {k: (lambda i, a=a: a(i)) for k, a in writes.items()})
         for i in range(args.repeat):
             for name, load in readers(i).items():
                 got = spark_checksum(load())
@@ -316,12 +317,12 @@ def measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
             reads[f"count {name}"] = lambda i, load=load: load().count()
         for name, load in warm.items():
             reads[f"sum {name}"] = lambda i, load=load: spark_checksum(load())
-        read_s = interleaved_medians(args.repeat, reads)
+        read_rounds = interleaved_rounds(args.repeat, reads)
         return {
             "update_rows": update_rows,
             "merged_rows": expected.num_rows,
-            "write_s": write_s,
-            "read_s": read_s,
+            "write_rounds_s": write_rounds,
+            "read_rounds_s": read_rounds,
             "layout": {k: layout(warehouse, f"bench.{k[0]}0") for k in ("helper", "source")},
             "parquet_bytes": {
                 "base": size_of(Path(loc("pq", 0))),
@@ -334,7 +335,9 @@ def measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
 
 
 def report(args: argparse.Namespace, figures: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    write_s, read_s = figures["write_s"], figures["read_s"]
+    times = {**figures["write_rounds_s"], **figures["read_rounds_s"]}
+    write_s = {k: statistics.median(v) for k, v in figures["write_rounds_s"].items()}
+    read_s = {k: statistics.median(v) for k, v in figures["read_rounds_s"].items()}
     # Ratios of throughput (Spark's Parquet time / this way's time): > 1 means faster than Parquet.
     base_ratio = {k: write_s["base parquet"] / write_s[f"base {k}"] for k in WAYS}
     update_ratio = {k: write_s["update parquet_append"] / write_s[f"update {k}"] for k in UPDATE_WAYS}
@@ -360,6 +363,7 @@ def report(args: argparse.Namespace, figures: dict[str, Any]) -> tuple[str, dict
         "zstd_level": int(ZSTD_LEVEL),
         "write_median_s": {k: round(v, 3) for k, v in write_s.items()},
         "read_median_s": {k: round(v, 3) for k, v in read_s.items()},
+        "rounds_s": {k: [round(x, 3) for x in v] for k, v in times.items()},
         "base_write_ratio": {k: round(v, 3) for k, v in base_ratio.items()},
         "update_ratio_vs_append": {k: round(v, 3) for k, v in update_ratio.items()},
         "update_ratio_vs_copy_on_write": {k: round(v, 3) for k, v in cow_ratio.items()},
@@ -368,30 +372,30 @@ def report(args: argparse.Namespace, figures: dict[str, Any]) -> tuple[str, dict
         "parquet_bytes": figures["parquet_bytes"],
     }
 
-    def mrows(rows: int, seconds: float) -> str:
-        return f"{rows / seconds / 1e6:.2f}"
+    def cells(label: str, key: str, count: int) -> str:
+        """way | median | rounds (min-max) | Mrows/s, the median's throughput."""
+        runs = times[key]
+        median = statistics.median(runs)
+        return f"{label} | {median:.2f} | {min(runs):.2f}-{max(runs):.2f} | {count / median / 1e6:.2f}"
 
     rows, upd, merged = args.rows, figures["update_rows"], figures["merged_rows"]
     table = [
-        "| | way | median s | Mrows/s | vs Spark's Parquet (speed) |",
-        "|---|---|---|---|---|",
+        "| | way | median s | rounds, s | Mrows/s | vs Spark's Parquet (speed) |",
+        "|---|---|---|---|---|---|",
     ]
     for k, label in WAYS.items():
-        s = write_s[f"base {k}"]
         table.append(
-            f"| upsert {rows:,} rows (base) | {label} | {s:.2f} | {mrows(rows, s)} | {base_ratio[k]:.2f}x |"
+            f"| upsert {rows:,} rows (base) | {cells(label, f'base {k}', rows)} | {base_ratio[k]:.2f}x |"
         )
     for k, label in UPDATE_WAYS.items():
-        s = write_s[f"update {k}"]
         table.append(
-            f"| upsert {upd:,} rows (update) | {label} | {s:.2f} | {mrows(upd, s)} | "
+            f"| upsert {upd:,} rows (update) | {cells(label, f'update {k}', upd)} | "
             f"{update_ratio[k]:.2f}x of appending, {cow_ratio[k]:.2f}x of copy-on-write |"
         )
     for op, what in (("count", "`count()`"), ("sum", "sum over every column")):
         for k, label in READ_WAYS.items():
-            s = read_s[f"{op} {k}"]
             table.append(
-                f"| read {merged:,} merged rows, {what} | {label} | {s:.2f} | {mrows(merged, s)} | "
+                f"| read {merged:,} merged rows, {what} | {cells(label, f'{op} {k}', merged)} | "
                 f"{read_ratio[op][k]:.2f}x |"
             )
     lay = figures["layout"]
@@ -417,10 +421,10 @@ def report(args: argparse.Namespace, figures: dict[str, Any]) -> tuple[str, dict
         "",
         *table,
         "",
-        "Ratios are speeds (Spark's Parquet seconds / this way's seconds): below 1 is slower than Parquet. The "
-        "update is compared with appending the same rows to Parquet (nothing merged) and with copy-on-write "
-        "Parquet (the base anti-joined with the update and rewritten: how Parquet alone gets the merged "
-        "rows, and the files the reads compare with).",
+        "Ratios are speeds (Spark's Parquet seconds / this way's seconds): below 1 is slower than Parquet. "
+        "The update is compared with appending the same rows to Parquet (nothing merged) and with "
+        "copy-on-write Parquet (the base anti-joined with the update and rewritten: how Parquet alone gets "
+        "the merged rows, and the files the reads compare with).",
         "",
         f"Correctness, checked before timing: each way's result after the update equals the expected "
         f"{merged:,} rows computed with pyarrow, every column; every timed round's result has the expected "
@@ -432,16 +436,17 @@ def report(args: argparse.Namespace, figures: dict[str, Any]) -> tuple[str, dict
         "",
         "`paimon_spark.write` shuffles the rows by Paimon's bucket so that each bucket has one writer, which "
         'sorts and compacts on the executor; `format("paimon")` writes level-0 files in the tasks that hold '
-        "the rows and the driver compacts each written bucket in its own process when the bucket's sorted runs "
-        'reach `num-sorted-run.compaction-trigger` (see packages/spark/README.md, "Primary-key tables"). '
+        "the rows and the driver compacts each written bucket in its own process when the bucket's sorted "
+        "runs reach `num-sorted-run.compaction-trigger` (see packages/spark/README.md, "
+        '"Primary-key tables"). '
         "Spark's Parquet `count()` reads row counts from the footers; a primary-key table's count merges the "
         "keys of every sorted run.",
         "",
-        f"Load average at the start: {', '.join(f'{x:.1f}' for x in figures['loadavg_at_start'])}; at the end: "
-        f"{', '.join(f'{x:.1f}' for x in load_avg)}"
+        f"Load average at the start: {', '.join(f'{x:.1f}' for x in figures['loadavg_at_start'])}; "
+        f"at the end: {', '.join(f'{x:.1f}' for x in load_avg)}"
         + (
-            " (the machine was shared with other jobs, a CI run among them: absolute times are pessimistic and "
-            "noisy; the ratios of interleaved rounds are the figures to read)."
+            " (the machine was shared with other jobs, a CI run among them: absolute times are pessimistic "
+            "and noisy; the ratios of interleaved rounds are the figures to read)."
             if loaded
             else "."
         ),
