@@ -179,16 +179,10 @@ class _PartitionStats:
         """Include a manifest's partition stats; False when they cannot be read (the result is then unknown)."""
         if not self.types:
             return True
-        from paimon_core.binary_row import deserialize_row
-
-        try:
-            mins = deserialize_row(stats.min_values, self.types)
-            maxs = deserialize_row(stats.max_values, self.types)
-        except Exception:  # another writer's layout
+        decoded = _decode_stats(stats.min_values, stats.max_values, stats.null_counts, tuple(self.types))
+        if decoded is None:
             return False
-        nulls = stats.null_counts or ()
-        if len(nulls) != len(self.types) or any(n is None for n in nulls):
-            return False
+        mins, maxs, nulls = decoded
         for i, (low, high) in enumerate(zip(mins, maxs, strict=True)):
             self._widen(i, low)
             self._widen(i, high)
@@ -222,18 +216,35 @@ class _PartitionStats:
 
 def readable_partition_stats(meta: ManifestFileMeta, partition_types: Sequence[DataType]) -> bool:
     """Whether ``meta``'s partition stats can be combined with others (:meth:`MetaBuilder.add_meta`)."""
+    if not partition_types:
+        return True
     stats = meta.partition_stats
-    return _readable(stats.min_values, stats.max_values, stats.null_counts, tuple(partition_types))
+    return (
+        _decode_stats(stats.min_values, stats.max_values, stats.null_counts, tuple(partition_types))
+        is not None
+    )
 
 
 @functools.lru_cache(maxsize=4096)
-def _readable(
+def _decode_stats(
     min_values: bytes,
     max_values: bytes,
     null_counts: tuple[int | None, ...] | None,
     types: tuple[DataType, ...],
-) -> bool:
-    return _PartitionStats(types).add_stats(SimpleStats(min_values, max_values, null_counts))
+) -> tuple[list[Any], list[Any], tuple[int | None, ...]] | None:
+    """Partition stats decoded (cached: merges combine the same manifests' stats commit after commit); None
+    when they do not fit the partition types."""
+    from paimon_core.binary_row import deserialize_row
+
+    try:
+        mins = deserialize_row(min_values, list(types))
+        maxs = deserialize_row(max_values, list(types))
+    except Exception:  # another writer's layout
+        return None
+    nulls = null_counts or ()
+    if len(nulls) != len(types) or any(n is None for n in nulls):
+        return None
+    return mins, maxs, nulls
 
 
 class MetaBuilder:
