@@ -231,7 +231,8 @@ def _raw_of(entry: ManifestEntry) -> RawRecord:
 
 @dataclass(eq=False)
 class _Slot:
-    """A range manifest being kept or written anew: existing ranges joined into it, and what it gains/loses."""
+    """A range manifest being kept or written anew: the range it continues (none for a new one), the entries
+    it gains and the DELETEs that may remove some of its files."""
 
     low: _Key
     high: _Key
@@ -289,7 +290,8 @@ class _Merge:
         if not (full or due):
             return list(self.metas)
         pool = sorted(plan.fresh + small + (plan.large_dh if full else []))
-        plan.ranges = [i for i in plan.ranges if i not in set(small)]
+        merged = set(small)
+        plan.ranges = [i for i in plan.ranges if i not in merged]
         distribute = full or sum(_content(self.metas[i]) for i in pool) >= self.range_size
         (logger.info if full else logger.debug)(
             "manifest %s of %d manifests: %d to merge (%d fresh), %d ranges, %d large, %d frozen, %d large with "
@@ -333,15 +335,22 @@ class _Merge:
         """Weighted interval scheduling: the candidates of most bytes whose intervals do not overlap."""
         by_high = sorted(candidates, key=lambda i: (intervals[i][1], intervals[i][0], i))
         highs = [intervals[i][1] for i in by_high]
-        best: list[tuple[int, list[int]]] = [(0, [])]  # best[j]: over the first j intervals
+        best = [0]  # best[j]: the most bytes over the first j intervals
+        took: list[int] = []  # took[j]: -1 when interval j is left out, else where the choice before it ends
         for j, i in enumerate(by_high):
             before = bisect.bisect_left(highs, intervals[i][0], 0, j)  # intervals ending below this start
-            take = best[before][0] + self.metas[i].file_size
-            if take > best[j][0]:
-                best.append((take, [*best[before][1], i]))
+            take = best[before] + self.metas[i].file_size
+            took.append(before if take > best[j] else -1)
+            best.append(max(take, best[j]))
+        chosen = []
+        j = len(by_high)
+        while j > 0:
+            if took[j - 1] < 0:
+                j -= 1
             else:
-                best.append(best[j])
-        return sorted(best[-1][1], key=lambda i: intervals[i][0])
+                chosen.append(by_high[j - 1])
+                j = took[j - 1]
+        return sorted(chosen, key=lambda i: intervals[i][0])
 
     # --- reading ---
 
