@@ -256,6 +256,14 @@ def bench_deletion_vectors(session: nox.Session) -> None:
 
 
 @nox.session
+def bench_scale(session: nox.Session) -> None:
+    """Commit latency and scan planning with 1k-100k live files vs pypaimon (``benchmarks/scale_bench.py``;
+    ``-- --full`` for 100k)."""
+    session.install("-e", "packages/core", PYPAIMON)
+    session.run("python", "benchmarks/scale_bench.py", *session.posargs)
+
+
+@nox.session
 def bench_selective_read(session: nox.Session) -> None:
     """Filtered reads (0.1% and 10%) vs raw pyarrow on the same files and pypaimon (``selective_read_bench.py``)."""
     session.install("-e", "packages/core", PYPAIMON)
