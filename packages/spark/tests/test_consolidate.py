@@ -12,7 +12,7 @@ import pytest
 from paimon_core import Catalog
 from paimon_core.manifest import HASH_INDEX
 from paimon_core.table import CommitMessage, Table
-from paimon_core.table.mergetree._dynamic_bucket import read_hash_index
+from paimon_core.table.mergetree import read_hash_index
 from paimon_spark._consolidate import SplitKeyError, consolidate, full_compaction_due
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.int64())])

@@ -42,7 +42,7 @@ from paimon_core.manifest import (
     ManifestNamer,
 )
 from paimon_core.table import CommitMessage, MergeTreeCompactTask, Table
-from paimon_core.table.mergetree._dynamic_bucket import read_hash_index
+from paimon_core.table.mergetree import read_hash_index
 
 __all__ = ["Consolidated", "SplitKeyError", "consolidate", "full_compaction_due"]
 

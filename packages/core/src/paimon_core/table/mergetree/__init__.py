@@ -4,6 +4,7 @@ It writes and reads files; it never commits: writers hand :class:`~paimon_core.t
 the table's committer like every other writer.
 """
 
+from paimon_core.table.mergetree._dynamic_bucket import read_hash_index
 from paimon_core.table.mergetree._layout import KeyValueLayout
 from paimon_core.table.mergetree._merge import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from paimon_core.table.mergetree._reader import KeyValueTableRead, row_kind_text
@@ -28,5 +29,6 @@ __all__ = [
     "check_append_table",
     "check_primary_key_table",
     "needs_full_compaction",
+    "read_hash_index",
     "row_kind_text",
 ]
