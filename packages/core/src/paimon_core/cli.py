@@ -293,7 +293,8 @@ def _run_read(args: argparse.Namespace) -> None:
         print(json.dumps(row, default=str, ensure_ascii=False))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser: ``main`` parses with it, and the docs' CLI reference is generated from it."""
     parser = argparse.ArgumentParser(prog="paimon", description="Inspect and maintain Apache Paimon tables.")
     commands = parser.add_subparsers(dest="command", required=True)
     info = commands.add_parser("info", help="schema, options, snapshots, file count and sizes of a table")
@@ -305,8 +306,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     _add_read_command(commands)
     _add_compact_commands(commands)
     _add_maintenance_commands(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
     arguments = sys.argv[1:] if argv is None else list(argv)
-    unknown = _unknown_command(arguments, list(commands.choices))
+    unknown = _unknown_command(arguments, _command_names(parser))
     if unknown is not None:
         print(f"paimon: error: {unknown}", file=sys.stderr)
         return 2
@@ -338,6 +344,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 _SIGPIPE_EXIT = 128 + 13  # what a shell reports for a command killed by SIGPIPE
+
+
+def _command_names(parser: argparse.ArgumentParser) -> list[str]:
+    return [name for a in parser._actions if isinstance(a, argparse._SubParsersAction) for name in a.choices]
 
 
 def _unknown_command(arguments: Sequence[str], commands: Sequence[str]) -> str | None:
