@@ -249,7 +249,11 @@ def compact_database(
         mode: ``divided`` (one job per table) or ``combined`` (one job that also picks up new tables).
         streaming: keep compacting until ``stop`` is set.
         catalog_conf: catalog (storage) options.
-        parallelism, progress, stop, poll_interval, max_rounds: as for :func:`compact`.
+        parallelism: as for :func:`compact`.
+        progress: as for :func:`compact`.
+        stop: as for :func:`compact`.
+        poll_interval: as for :func:`compact`.
+        max_rounds: as for :func:`compact`.
 
     Returns:
         A summary per compacted table, by full name.

@@ -159,7 +159,9 @@ def merge_into(
         merge_condition: the join condition, e.g. ``T.id = S.id``.
         matched_upsert_setting: ``col = expr, ...`` or ``*`` (every column from the source column of its name).
         not_matched_insert_values: ``expr, ...`` in the table's column order, or ``*``.
-        matched_delete_condition / not_matched_by_source_delete_condition: ``TRUE`` deletes every such row.
+        matched_delete_condition: which matched rows to delete; ``TRUE`` deletes every one.
+        not_matched_by_source_delete_condition: which target rows without a source row to delete; ``TRUE``
+            deletes every one.
         options: dynamic table options, ``'k=v,k2=v2'`` or a mapping.
 
     Raises:

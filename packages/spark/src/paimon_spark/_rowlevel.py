@@ -90,7 +90,8 @@ def update(
         table: ``db.t``; expressions name its columns bare or as ``t.<column>``.
         set: ``{column: expression}`` or ``"col = expr, ..."`` (Spark SQL expressions over the row).
         where: a Spark SQL condition; every row when None.
-        catalog_conf, options: as for :func:`delete_from`.
+        catalog_conf: as for :func:`delete_from`.
+        options: as for :func:`delete_from`.
 
     Returns:
         The summary: ``updated`` rows, the new snapshot (None when no row matched).

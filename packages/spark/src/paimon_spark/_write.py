@@ -105,7 +105,9 @@ def write_stream(
         output_mode: ``append`` (upserts, or rows with a ``rowkind`` column), ``update`` (an aggregation's
             changed rows, upserted) or ``complete`` (an aggregation's whole result, replacing the table's
             content each micro-batch). ``update`` and ``complete`` need a primary-key table.
-        table, warehouse, options: as for :func:`write`.
+        table: as for :func:`write`.
+        warehouse: as for :func:`write`.
+        options: as for :func:`write`.
 
     Raises:
         ConfigError: an unknown output mode; ``update`` or ``complete`` into an append table.

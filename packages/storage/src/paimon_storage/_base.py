@@ -117,7 +117,6 @@ class FsspecBackend:
     Args:
         fs: the filesystem (built with listing caches off: other processes change the store).
         name: the backend name, for reprs and messages.
-        capabilities: what this backend guarantees.
         description: safe, secret-free details shown by ``repr`` (endpoint, region...).
         read_block_size: bytes fetched per ranged read by streams from :meth:`open_input`.
         write_block_size: part size of multipart uploads by streams from :meth:`open_output`.

@@ -88,7 +88,10 @@ def compact_database(
         excluding_tables: tables to leave out, matched on ``db.table``.
         mode: ``divided`` (one job per table) or ``combined`` (one job for all, picking up new tables).
         streaming: keep compacting until ``stop`` is set; otherwise compact once.
-        parallelism, processes, runner, progress: as for :func:`compact_table`.
+        parallelism: as for :func:`compact_table`.
+        processes: as for :func:`compact_table`.
+        runner: as for :func:`compact_table`.
+        progress: as for :func:`compact_table`.
         stop: ends streaming jobs.
         poll_interval: seconds between looks for new snapshots (and, combined, new tables).
         max_rounds: end each job (divided) or the combined job after this many rounds.

@@ -490,7 +490,8 @@ class Table:
                 handle(batch)
 
         Args:
-            columns, filter: as for :meth:`to_arrow`.
+            columns: as for :meth:`to_arrow`.
+            filter: as for :meth:`to_arrow`.
             consumer_id: resume from (and record progress under) this consumer id.
             follow: wait for new snapshots once caught up (False: end there).
             until_snapshot: end after reading this snapshot.
