@@ -15,8 +15,8 @@ Known representation differences, checked explicitly rather than ignored (``Colu
   returns ``timestamp("s")``. Both return ``TIMESTAMP_LTZ(p)`` with ``tz="UTC"``.
 
 Partition directories: pypaimon 2.1.0 names them as Java does (``FileStorePathFactory._canonical_partition``:
-DATE as the day number, Hive escaping; the "str() and no escaping" note of spec §1.3 does not hold for
-the 2.1.0 wheel). When reading, it recomputes each data file's path from the partition values of its
+DATE as the day number, Hive escaping; older releases used ``str()`` and no escaping, which
+the 2.1.0 wheel no longer does). When reading, it recomputes each data file's path from the partition values of its
 manifest entry (``canonical_data_file_path``, called from ``read/scanner/split_generator.py``) rather
 than listing directories, so a table whose directory names differ from Java's is unreadable by pypaimon:
 writing DATE partitions as ``p_date=2024-01-01`` makes its read fail with ``FileNotFoundError`` on

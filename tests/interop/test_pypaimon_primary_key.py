@@ -6,21 +6,21 @@ last record wins; partial-update: last non-null value per column; aggregation: `
 compared as ``(dt, id, name, score)`` tuples sorted by key, and schemas ignoring field metadata.
 
 What the installed wheel (``python-2.1.0-3a5ffe78``) does on primary-key tables, measured here; it is newer
-than the pypaimon described in spec ``primary-key-tables.md`` §11.1, several of whose departures are gone:
+than the releases before it, several of whose departures from Java are gone:
 
 * Sequence numbers: a bucket's counter starts at the max ``_MAX_SEQUENCE_NUMBER`` of its live files plus one,
-  **0** for an empty bucket, and a file records the true min/max of its rows, as Java does (§11.1 item 2
-  describes an older pypaimon that started at 1 and recorded the previous max as the min). The tests still
+  **0** for an empty bucket, and a file records the true min/max of its rows, as Java does (an older
+  pypaimon started at 1 and recorded the previous max as the min). The tests still
   assert the exact Java numbering only for files we write; for pypaimon's files they assert only what merge
   order needs (new numbers above every live number of the bucket, a max that covers the rows).
 * ``_VALUE_KIND`` is 0 for every row, unless the table has ``rowkind.field``: this wheel then writes the
-  row's kind (``-U``/``+U``/``-D``), so pypaimon can delete from such a table (§11.1 item 1 says it cannot).
+  row's kind (``-U``/``+U``/``-D``), so pypaimon can delete from such a table (older releases could not).
 * ``_DELETE_ROW_COUNT`` is written as 0 even for a file holding ``-D`` rows (Java counts ``-U``/``-D`` rows):
   see ``test_a_retraction_in_its_own_key_range_is_dropped``.
-* ``sequence.field`` is honoured when the writer folds a batch (§11.1 item 3 says it is ignored).
-* The aggregation engine is accepted on write (§11.1 item 8 says rejected); partial-update with sequence
+* ``sequence.field`` is honoured when the writer folds a batch (older releases ignored it).
+* The aggregation engine is accepted on write (older releases rejected it); partial-update with sequence
   groups, ``ignore-delete`` or ``remove-record-on-delete`` is still refused, on write and on read.
-* No compaction: every pypaimon file is at level 0 (§11.1 item 7). Its batch reader skips level 0 for
+* No compaction: every pypaimon file is at level 0. Its batch reader skips level 0 for
   ``first-row`` tables, as Java's ``DataTableBatchScan`` does (``batchScanSkipLevel0``), so a first-row
   table only pypaimon wrote reads as empty until a compaction pushes the files up.
 * Dynamic bucket (``bucket = -1``): Java's single-assigner algorithm with HASH index files.
@@ -220,7 +220,7 @@ def check_new_files(
 ) -> None:
     """The level-0 files one write added: sequence numbers and row kinds as Java's writer sets them.
 
-    Java (spec §3.1): one counter per (partition, bucket), starting at the max ``_MAX_SEQUENCE_NUMBER`` of the
+    Java (docs/primary-key-tables.md#records-and-their-order): one counter per (partition, bucket), starting at the max ``_MAX_SEQUENCE_NUMBER`` of the
     bucket's live files plus one (0 for an empty bucket), one number per record in arrival order; a merged
     record keeps the number of the record that decides it (the last one for deduplicate, partial-update and
     aggregation), so a bucket's new max is its old max plus the number of records written to it; a file
@@ -250,10 +250,10 @@ def check_new_files(
             assert kinds == ({3} if deleting else {0})
             assert e.file.delete_row_count == (e.file.row_count if deleting else 0)
         else:
-            # Spec §11.1 item 2: pypaimon may record the previous max as the file's min; only require that
+            # An older pypaimon recorded the previous max as the file's min; only require that
             # the range covers the rows (this wheel records the true min).
             assert e.file.min_sequence_number <= min(sequences)
-            assert kinds == {0}  # pypaimon writes +I only without rowkind.field (spec §11.1 item 1)
+            assert kinds == {0}  # pypaimon writes +I only without rowkind.field
             assert e.file.delete_row_count == 0  # never null: a null makes Java expect retract rows
         for dt, key in zip(rows.column("dt").to_pylist(), rows.column("id").to_pylist(), strict=True):
             slot_of[(dt, key)] = slot
@@ -378,8 +378,8 @@ ROWKIND_SCHEMA = SCHEMA.append(pa.field("op", pa.string()))
 
 
 def test_we_read_pypaimons_row_kinds(ours: Any, pypaimon: Any) -> None:
-    """With ``rowkind.field`` this pypaimon writes real ``-U``/``+U``/``-D`` records (spec §11.1 item 1 says it
-    writes only ``+I``); our merge honours them, and pypaimon reads the ``-D`` we write, before and after our
+    """With ``rowkind.field`` this pypaimon writes real ``-U``/``+U``/``-D`` records (older releases
+    wrote only ``+I``); our merge honours them, and pypaimon reads the ``-D`` we write, before and after our
     compaction."""
     options = {"bucket": "2", "rowkind.field": "op"}
     pypaimon.create_table(TABLE, ROWKIND_SCHEMA, PARTITION_KEYS, options, primary_keys=PRIMARY_KEYS)

@@ -6,9 +6,9 @@ to the merged rows). The history of each table has overlapping keys across commi
 one commit, null values, deletes (of existing and of absent keys) and, where Java writes, ``-U``/``+U`` pairs;
 it is checked after the writes, after a full compaction and after more writes on top of the compacted files.
 
-Java 0.9 facts these tests rely on (see ``shared/spec/primary-key-tables.md``):
+Java 0.9 facts these tests rely on (see ``docs/primary-key-tables.md``):
 
-* ``first-row`` batch reads skip level 0 (§6.4). Java's own writer never leaves first-row files at level 0
+* ``first-row`` batch reads skip level 0. Java's own writer never leaves first-row files at level 0
   (its lookup compaction at every commit pushes them up), but files another writer leaves at level 0 are
   invisible to Java's batch read until a compaction; the expected result is Java's read either way.
 * A key whose only record in a merge is a ``-D``/``-U`` is dropped by Java's read whatever the merge engine:

@@ -1,4 +1,4 @@
-"""BinaryRow bytes must equal Java's BinaryRowWriter output (spec §4.5)."""
+"""BinaryRow bytes must equal Java's BinaryRowWriter output (docs/format.md#binaryrow)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Bucket hashing must equal Java's DefaultBucketFunction (spec §4.5 "Bucket of a row")."""
+"""Bucket hashing must equal Java's DefaultBucketFunction (docs/format.md#bucket-of-a-row)."""
 
 from __future__ import annotations
 

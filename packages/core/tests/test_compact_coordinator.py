@@ -1,4 +1,4 @@
-"""The unaware-bucket coordinator (spec §6.2) and the bucketed window (§6.1), on synthetic file metas."""
+"""The unaware-bucket coordinator and the bucketed window (docs/append-compaction.md), on synthetic file metas."""
 
 from __future__ import annotations
 
@@ -150,7 +150,7 @@ def test_removed_files_leave_the_pending_set() -> None:
     assert c.plan() == []  # 3 left < min_file_num
 
 
-# --- bucketed window (§6.1) -------------------------------------------------------------------------
+# --- bucketed window --------------------------------------------------------------------------------
 
 
 def test_bucket_window_compacts_min_file_num_files_in_sequence_order() -> None:

@@ -1,4 +1,4 @@
-"""Snapshot expiration (spec §7.1): the range, what is deleted, tags, consumers, writers, crashes."""
+"""Snapshot expiration (docs/format.md#snapshot-expiration): the range, what is deleted, tags, consumers, writers, crashes."""
 
 from __future__ import annotations
 

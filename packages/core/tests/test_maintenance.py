@@ -1,4 +1,4 @@
-"""Maintenance: snapshot expiration, tags and rollback, orphan file removal (spec §7)."""
+"""Maintenance: snapshot expiration, tags and rollback, orphan file removal (docs/format.md#maintenance)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Manifest files and manifest lists: Avro schemas, round trips, exact sizes, stats, rolling (spec §4)."""
+"""Manifest files and manifest lists: Avro schemas, round trips, exact sizes, stats, rolling (docs/format.md#manifest-entries)."""
 
 from __future__ import annotations
 

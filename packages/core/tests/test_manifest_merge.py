@@ -1,4 +1,4 @@
-"""The manifest merge that builds base manifest lists (spec §5.5; layout and rules in ``manifest/_merge.py``)."""
+"""The manifest merge that builds base manifest lists (docs/manifests.md; layout and rules in ``manifest/_merge.py``)."""
 
 from __future__ import annotations
 

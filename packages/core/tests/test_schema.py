@@ -1,4 +1,4 @@
-"""Schema JSON (spec §3), schema helpers and evolution, and the schema manager."""
+"""Schema JSON (docs/format.md#schemas), schema helpers and evolution, and the schema manager."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Snapshot JSON (spec §2) and the snapshot manager: hints, listing fallbacks, atomic publish."""
+"""Snapshot JSON (docs/format.md#snapshots) and the snapshot manager: hints, listing fallbacks, atomic publish."""
 
 from __future__ import annotations
 

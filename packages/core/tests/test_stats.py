@@ -1,4 +1,4 @@
-"""Value statistics of data files (spec §4.4), as Java derives them from Parquet footers."""
+"""Value statistics of data files (docs/format.md#statistics), as Java derives them from Parquet footers."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Streaming reads of append tables and batch scan-mode resolution (spec §8)."""
+"""Streaming reads of append tables and batch scan-mode resolution (docs/reads.md)."""
 
 from __future__ import annotations
 

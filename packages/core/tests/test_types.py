@@ -1,4 +1,4 @@
-"""Data types: schema-file JSON (spec §3, Java's DataTypeJsonParser) and the Arrow mapping."""
+"""Data types: schema-file JSON (docs/format.md#schemas, Java's DataTypeJsonParser) and the Arrow mapping."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""BinaryRow: Java Paimon's row encoding, byte for byte (spec §4.5).
+"""BinaryRow: Java Paimon's row encoding, byte for byte (docs/format.md#binaryrow).
 
 Partitions, statistics and keys in manifests are BinaryRows; Java compares them byte-wise and hashes
 them for buckets, so the bytes written here must be exactly those Java's ``BinaryRowWriter`` writes.

@@ -1,4 +1,4 @@
-"""Java-compatible bucket assignment for fixed-bucket tables (spec §4.5, ``bucket-function.type=default``).
+"""Java-compatible bucket assignment for fixed-bucket tables (docs/format.md#bucket-of-a-row, ``bucket-function.type=default``).
 
 Java hashes the BinaryRow of the bucket-key columns (row bytes, no arity prefix) with
 ``MurmurHashUtils.hashBytesByWords`` (Murmur3 x86 32-bit over little-endian 4-byte words, seed 42; the

@@ -1,4 +1,4 @@
-"""Partition directory names exactly as Java Paimon computes them (spec §1.3).
+"""Partition directory names exactly as Java Paimon computes them (docs/format.md#partition-directories).
 
 Java derives a data file's directory from the partition row (``FileStorePathFactory``), so the names
 must match: ``<key>=<value>`` per partition key, joined by ``/``, keys and values escaped Hive-style by

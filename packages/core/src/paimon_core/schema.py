@@ -1,4 +1,4 @@
-"""Table schemas (``schema/schema-<id>``): the JSON model and the schema manager (spec §3).
+"""Table schemas (``schema/schema-<id>``): the JSON model and the schema manager (docs/format.md#schemas).
 
 Schemas are immutable once written: each ALTER writes ``schema-(latest+1)`` with an atomic create, and old
 schemas stay because data files record the schema id they were written with.
@@ -200,7 +200,7 @@ class TableSchema:
 
     @classmethod
     def from_json(cls, text: str | bytes, path: str | None = None) -> TableSchema:
-        """Parse a schema file of any version, applying the old-version defaults of spec §3.
+        """Parse a schema file of any version, applying the old-version defaults (docs/format.md#schemas).
 
         Raises:
             CorruptMetadataError: bad JSON, a missing required key, or an unparsable field.

@@ -1,6 +1,6 @@
 """Snapshots (``snapshot/snapshot-<id>``): the JSON model, hints and the snapshot manager.
 
-A snapshot is the entry point to a table version (spec §2). Snapshots are published with the storage
+A snapshot is the entry point to a table version (docs/format.md#snapshots). Snapshots are published with the storage
 backend's atomic ``write_if_absent``; the ``LATEST`` and ``EARLIEST`` hints are plain overwrites that may be
 stale or missing, so every lookup double-checks them against the directory.
 """
@@ -81,7 +81,7 @@ def _write_pretty(value: Any, level: int, out: list[str]) -> None:
 
 
 class CommitKind(str, Enum):
-    """What a snapshot did (spec §2 "Commit kinds")."""
+    """What a snapshot did (docs/format.md#snapshots)."""
 
     APPEND = "APPEND"
     COMPACT = "COMPACT"
@@ -91,7 +91,7 @@ class CommitKind(str, Enum):
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One table version. Python names are the snake_case forms of the JSON keys of spec §2."""
+    """One table version. Python names are the snake_case forms of the JSON keys in docs/format.md#snapshots."""
 
     id: int
     schema_id: int

@@ -1,4 +1,4 @@
-"""Value statistics of data files (``_VALUE_STATS`` / ``_VALUE_STATS_COLS``, spec §4.4).
+"""Value statistics of data files (``_VALUE_STATS`` / ``_VALUE_STATS_COLS``, docs/format.md#statistics).
 
 Java reads min/max/null counts from the Parquet footer and then applies the stats mode of each column
 (``metadata.stats-mode``, overridden by ``fields.<name>.stats-mode``). This module computes the same numbers

@@ -1,4 +1,4 @@
-"""Tags: named snapshots kept alive beyond snapshot expiration (``tag/tag-<name>``, spec §7.2).
+"""Tags: named snapshots kept alive beyond snapshot expiration (``tag/tag-<name>``, docs/format.md#tags).
 
 A tag file holds the snapshot's JSON. A tag with a time-to-live also holds ``tagCreateTime`` (a Jackson
 LocalDateTime array ``[y, mo, d, h, mi, s, nanos]``) and ``tagTimeRetained`` (a Duration as decimal seconds);

@@ -1,4 +1,4 @@
-"""Paimon data types: their JSON form in schema files (spec §3) and their Arrow equivalents.
+"""Paimon data types: their JSON form in schema files (docs/format.md#schemas) and their Arrow equivalents.
 
 Every type is a frozen dataclass deriving from :class:`DataType`; ``nullable`` is keyword-only so that
 ``DecimalType(10, 2)`` and ``ArrayType(IntType(), nullable=False)`` read naturally. ``str(t)`` is Java's

@@ -1,6 +1,6 @@
 """Compaction of bucketed append tables (``bucket = N``): one sliding window per (partition, bucket).
 
-Spec §6.1. The files of a bucket queue up by minimum sequence number. A window slides over the queue: once it
+See docs/append-compaction.md. The files of a bucket queue up by minimum sequence number. A window slides over the queue: once it
 holds ``compaction.min.file-num`` files (or ``compaction.max.file-num``, when that is set and smaller: Paimon
 0.9/1.0's cap) they are compacted; if it reaches twice the target size first, its oldest file drops out (a
 big file never joins a compaction of small ones). Outputs keep the sequence order, so the bucket's read order

@@ -1,4 +1,4 @@
-"""The unaware-bucket compaction coordinator (spec §6.2, Paimon ≥ 1.2).
+"""The unaware-bucket compaction coordinator (docs/append-compaction.md, Paimon ≥ 1.2).
 
 :class:`CompactCoordinator` is the pure planning state: small files pending per partition, each partition
 with an *age*. :class:`TableCoordinator` feeds it from a table: the live files of the latest snapshot on the
@@ -46,7 +46,7 @@ UNAWARE_TOTAL_BUCKETS = -1
 
 @dataclass(frozen=True)
 class CoordinatorOptions:
-    """The coordinator's parameters (spec §6.2), normally read from the table's options."""
+    """The coordinator's parameters (docs/append-compaction.md), normally read from the table's options."""
 
     target_file_size: int
     small_file_ratio: float = 0.7

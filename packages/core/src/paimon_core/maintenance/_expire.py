@@ -1,4 +1,4 @@
-"""Snapshot expiration (spec §7.1), as Java's ``ExpireSnapshotsImpl`` and ``SnapshotDeletion`` do it.
+"""Snapshot expiration (docs/format.md#snapshot-expiration), as Java's ``ExpireSnapshotsImpl`` and ``SnapshotDeletion`` do it.
 
 The range ``[E, end)`` keeps at least ``snapshot.num-retained.min`` snapshots and at most ``.max``; a
 snapshot goes only when its successor is older than ``snapshot.time-retained`` (or ``older_than``); never one
@@ -141,7 +141,7 @@ def might_expire(table: Table, latest_id: int, now_millis: int | None = None) ->
 def _expire_end(
     table: Table, latest: int, earliest: int, retain_min: int, retain_max: int, limit: int, threshold: int
 ) -> int:
-    """The first snapshot id to keep (spec §7.1 "Range")."""
+    """The first snapshot id to keep (docs/format.md#snapshot-expiration)."""
     low = max(latest - retain_max + 1, earliest)
     max_exclusive = latest - retain_min + 1
     consumer_min = ConsumerManager(table.storage, table.path).min_next_snapshot()

@@ -1,4 +1,4 @@
-"""``remove_orphan_files`` (spec §7.5): delete files that no snapshot and no tag uses, once old enough.
+"""``remove_orphan_files`` (docs/format.md#orphan-files): delete files that no snapshot and no tag uses, once old enough.
 
 Used set: every snapshot still present and every tag (of the table and of its branches). Candidates: the
 files of ``manifest/`` and ``index/``, the files of every ``bucket-*`` directory of the partition tree, and stray files in

@@ -1,4 +1,4 @@
-"""Tag procedures and rollback (spec §7.2, §7.3), with Paimon's argument names."""
+"""Tag procedures and rollback (docs/format.md#tags, docs/format.md#rollback), with Paimon's argument names."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def delete_tag(table: Table, tag: str | Sequence[str]) -> list[str]:
     """Delete tags (a name, ``'a,b'`` or a list); returns the names deleted. Missing tags are skipped, as in Java.
 
     When a deleted tag was the last to keep a snapshot that has expired, the files only that snapshot used
-    are deleted too (spec §7.2): data files that neither neighbouring tag nor the earliest snapshot uses,
+    are deleted too (docs/format.md#tags): data files that neither neighbouring tag nor the earliest snapshot uses,
     then its manifests.
     """
     tags = _tags(table)
@@ -72,7 +72,7 @@ def delete_tag(table: Table, tag: str | Sequence[str]) -> list[str]:
 
 
 def rollback_to(table: Table, snapshot_id: int | None = None, tag: str | None = None) -> None:
-    """Make ``snapshot_id`` (or the snapshot of ``tag``) the latest again (spec §7.3).
+    """Make ``snapshot_id`` (or the snapshot of ``tag``) the latest again (docs/format.md#rollback).
 
     Newer snapshot files and tags of newer snapshots are deleted; data files and manifests are left for
     :func:`remove_orphan_files`, as Java does since 1.2. Like Java's, this is for a table no one is

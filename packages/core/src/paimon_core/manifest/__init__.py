@@ -1,4 +1,4 @@
-"""Manifests and manifest lists: the Avro metadata that lists a snapshot's data files (spec §4, §5.5).
+"""Manifests and manifest lists: the Avro metadata that lists a snapshot's data files (docs/format.md#manifest-entries, docs/manifests.md).
 
 * :mod:`._entry`: the records (:class:`ManifestEntry`, :class:`DataFileMeta`, :class:`ManifestFileMeta`,
   :class:`SimpleStats`) and the entry merge;

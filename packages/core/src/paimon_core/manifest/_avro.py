@@ -1,4 +1,4 @@
-"""Avro schemas of manifests and manifest lists, record conversion, and the codec setup (spec §4.1-4.4).
+"""Avro schemas of manifests and manifest lists, record conversion, and the codec setup (docs/format.md#avro-metadata-files).
 
 The schemas follow Java's ``AvroSchemaConverter`` output for the Paimon row types: top record
 ``org.apache.paimon.avro.generated.record``, nested records ``record_<field>``, nullable types as
@@ -307,7 +307,7 @@ def entry_to_record(entry: ManifestEntry) -> dict[str, Any]:
             "_SCHEMA_ID": f.schema_id,
             "_LEVEL": f.level,
             "_EXTRA_FILES": list(f.extra_files),
-            # An int: fastavro would convert a naive datetime through the local zone (spec §4.1).
+            # An int: fastavro would convert a naive datetime through the local zone (docs/format.md#avro-metadata-files).
             "_CREATION_TIME": f.creation_time,
             "_DELETE_ROW_COUNT": f.delete_row_count,
             "_EMBEDDED_FILE_INDEX": f.embedded_index,

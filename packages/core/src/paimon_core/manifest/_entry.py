@@ -1,4 +1,4 @@
-"""The records of manifests and manifest lists (spec §4.2-4.4), and the entry merge of §4.3."""
+"""The records of manifests and manifest lists (docs/format.md#manifest-entries), and their merge."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ __all__ = [
     "wall_clock_to_epoch_millis",
 ]
 
-#: The stored bytes of a BinaryRow with arity 0: big-endian arity 0, then the 8-byte header (spec §4.5).
+#: The stored bytes of a BinaryRow with arity 0: big-endian arity 0, then the 8-byte header (docs/format.md#binaryrow).
 EMPTY_ROW_BYTES = bytes(12)
 
 _NAIVE_EPOCH = datetime(1970, 1, 1)
@@ -49,7 +49,7 @@ class FileSource(IntEnum):
 
 @dataclass(frozen=True)
 class SimpleStats:
-    """Min/max/null-count stats of some columns (spec §4.4).
+    """Min/max/null-count stats of some columns (docs/format.md#statistics).
 
     Attributes:
         min_values: stored BinaryRow bytes (arity prefix included), one nullable field per column.
@@ -92,7 +92,7 @@ def wall_clock_to_epoch_millis(wall_clock_millis: int) -> int:
 
 @dataclass(frozen=True)
 class DataFileMeta:
-    """One data file as a manifest describes it (the ``_FILE`` record, spec §4.3).
+    """One data file as a manifest describes it (the ``_FILE`` record, docs/format.md#manifest-entries).
 
     ``creation_time`` is ``_CREATION_TIME`` as stored: local wall-clock milliseconds encoded as if UTC (see
     :func:`local_wall_clock_millis` and :meth:`creation_time_epoch_millis`).
@@ -142,7 +142,7 @@ class DataFileMeta:
 
 
 class FileIdentifier(NamedTuple):
-    """The identity of a data file across manifests (spec §4.3); a DELETE must repeat it exactly."""
+    """The identity of a data file across manifests (docs/format.md#manifest-entries); a DELETE must repeat it exactly."""
 
     partition: bytes
     bucket: int
@@ -186,7 +186,7 @@ class ManifestEntry:
 
 @dataclass(frozen=True)
 class ManifestFileMeta:
-    """One manifest-list record: a manifest file and its summary (spec §4.2)."""
+    """One manifest-list record: a manifest file and its summary (docs/format.md#manifest-lists)."""
 
     file_name: str
     file_size: int
@@ -225,7 +225,7 @@ class DuplicateFileError(CorruptMetadataError):
 
 
 def merge_entries(entries: Iterable[ManifestEntry]) -> list[ManifestEntry]:
-    """Merge entries in order, with Java's ``FileEntry.mergeEntries`` rules (spec §4.3).
+    """Merge entries in order, with Java's ``FileEntry.mergeEntries`` rules (docs/format.md#manifest-entries).
 
     * ADD of an identity already present (added, or deleted without a matching ADD) → :class:`DuplicateFileError`.
     * DELETE of a present identity → both disappear.

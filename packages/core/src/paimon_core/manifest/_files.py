@@ -1,4 +1,4 @@
-"""Reading and writing manifest files and manifest lists, with exact sizes (spec §4.1-4.3).
+"""Reading and writing manifest files and manifest lists, with exact sizes (docs/format.md#avro-metadata-files).
 
 Every file is serialized in memory and written once, so the size recorded in the parent (manifest list
 ``_FILE_SIZE``, snapshot ``*ManifestListSize``) is exactly the length of the bytes written.

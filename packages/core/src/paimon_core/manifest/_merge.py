@@ -1,4 +1,4 @@
-"""Manifest merging when building a snapshot's base list (spec §5.5), at a cost bounded by the target size.
+"""Manifest merging when building a snapshot's base list (docs/manifests.md), at a cost bounded by the target size.
 
 Without merging every commit would add manifests to the base list forever; merging them the way Java's
 legacy merger does (read the run of small manifests, write it again) costs a decode and an encode of every

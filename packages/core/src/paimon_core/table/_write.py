@@ -333,7 +333,7 @@ class TableWrite:
         self._target_size = table.options.target_file_size(bool(table.schema.primary_keys))
         self._restored_seq: dict[tuple[bytes, int], int] | None = None
         self._closed = False
-        # Inline compaction (spec §6.1): bucketed writers compact per bucket unless write-only.
+        # Inline compaction (docs/append-compaction.md): bucketed writers compact per bucket unless write-only.
         self._inline: BucketCompaction | None = None
         factory = table.hooks.bucket_compaction
         if (
