@@ -9,15 +9,13 @@ Readers here resolve fields by name and tolerate fields missing from older write
 from __future__ import annotations
 
 import io
-import threading
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta, timezone
-from typing import Any, BinaryIO
+from typing import Any
 
 import fastavro
-import fastavro.read
 
-from paimon_core.errors import ConfigError, CorruptMetadataError
+from paimon_core.errors import ConfigError, CorruptMetadataError, MissingDependencyError
 from paimon_core.manifest._entry import (
     DataFileMeta,
     FileKind,
@@ -167,74 +165,26 @@ def avro_codec(compression: str) -> str:
     return codec
 
 
-_codec_lock = threading.Lock()
-_codec_checked: set[str] = set()
+_codec_checked = False
 
 
 def _ensure_codec(codec: str) -> None:
-    """Make fastavro able to use ``zstandard`` even without ``backports.zstd``.
+    """Fail with an install hint when fastavro cannot use ``zstandard`` (its ``zstandard`` extra is missing).
 
-    fastavro ≥1.12 implements the zstandard codec with ``backports.zstd`` (the stdlib module from 3.14 on).
-    paimon-core already depends on the ``zstandard`` package, so when fastavro reports the codec missing we
-    register block functions built on it. Other codecs are left to fastavro.
+    fastavro decodes Java's blocks (zstd-jni frames without a content size) itself: older releases through
+    ``zstandard``'s streaming decompressor, newer ones through ``backports.zstd`` / ``compression.zstd``.
     """
-    if codec != "zstandard" or codec in _codec_checked:
+    global _codec_checked
+    if codec != "zstandard" or _codec_checked:
         return
-    with _codec_lock:
-        if codec in _codec_checked:
-            return
-        try:
-            fastavro.writer(io.BytesIO(), {"type": "int"}, [1], codec=codec)
-        except ValueError:
-            _install_zstandard_fallback()
-        _codec_checked.add(codec)
-
-
-def _zigzag_varint(value: int) -> bytes:
-    encoded = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while encoded > 0x7F:
-        out.append((encoded & 0x7F) | 0x80)
-        encoded >>= 7
-    out.append(encoded)
-    return bytes(out)
-
-
-def _read_zigzag_varint(stream: BinaryIO) -> int:
-    shift = 0
-    result = 0
-    while True:
-        byte = stream.read(1)
-        if not byte:
-            raise EOFError("truncated Avro block length")
-        result |= (byte[0] & 0x7F) << shift
-        if not byte[0] & 0x80:
-            break
-        shift += 7
-    return (result >> 1) ^ -(result & 1)
-
-
-def _install_zstandard_fallback() -> None:
-    import fastavro._read as compiled_read
-    import fastavro._write as compiled_write
-    import zstandard
-
-    def write_block(out: Any, block: bytes, level: int | None) -> None:
-        data = zstandard.ZstdCompressor(level=3 if level is None else level).compress(block)
-        out.write(_zigzag_varint(len(data)))
-        out.write(data)
-
-    def read_block(src: Any) -> io.BytesIO:
-        data = src.read(_read_zigzag_varint(src))
-        # Java's codec streams frames without a content size, so decompress as a stream.
-        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True) as reader:
-            return io.BytesIO(reader.read())
-
-    # The registries are module dicts of fastavro's (compiled) reader and writer.
-    writers: dict[str, Any] = getattr(compiled_write, "BLOCK_WRITERS")  # noqa: B009 - untyped module attribute
-    readers: dict[str, Any] = getattr(compiled_read, "BLOCK_READERS")  # noqa: B009
-    writers["zstandard"] = write_block
-    readers["zstandard"] = read_block
+    try:
+        fastavro.writer(io.BytesIO(), {"type": "int"}, [1], codec=codec)
+    except ValueError as exc:
+        raise MissingDependencyError(
+            f"fastavro cannot use the zstandard codec of Paimon manifests ({exc}); "
+            "install it with: pip install 'fastavro[zstandard]'"
+        ) from exc
+    _codec_checked = True
 
 
 def encode_ocf(
@@ -255,11 +205,11 @@ def encode_ocf(
 
 
 def _read_ocf(data: bytes, what: str, path: str | None) -> Iterator[dict[str, Any]]:
-    _ensure_codec("zstandard")
     try:
         reader = fastavro.reader(io.BytesIO(data))
     except Exception as exc:
         raise CorruptMetadataError(f"{what} {path or ''} is not a readable Avro file: {exc}", path) from None
+    _ensure_codec(reader.codec)
     try:
         for record in reader:
             if not isinstance(record, dict):
