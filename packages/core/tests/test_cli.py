@@ -1,4 +1,4 @@
-"""The ``paimon`` command."""
+"""The ``paimon-py`` command."""
 
 from __future__ import annotations
 
@@ -79,9 +79,11 @@ def test_maintenance_commands(catalog: Catalog, capsys: pytest.CaptureFixture[st
 
 def test_a_misspelled_command_names_the_nearest(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compat", "/somewhere"]) == 2
-    assert capsys.readouterr().err == "paimon: error: unknown command 'compat'; did you mean 'compact'?\n"
+    assert capsys.readouterr().err == "paimon-py: error: unknown command 'compat'; did you mean 'compact'?\n"
     assert main(["zzz"]) == 2
-    assert capsys.readouterr().err.startswith("paimon: error: unknown command 'zzz' (commands: info, read, ")
+    assert capsys.readouterr().err.startswith(
+        "paimon-py: error: unknown command 'zzz' (commands: info, read, "
+    )
 
 
 def test_a_closed_pipe_ends_the_output_quietly(catalog: Catalog) -> None:

@@ -1,4 +1,4 @@
-"""compact_database (table selection, divided and combined modes) and the ``paimon compact`` CLI."""
+"""compact_database (table selection, divided and combined modes) and the ``paimon-py compact`` CLI."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The ``paimon`` command line."""
+"""The ``paimon-py`` command line.
+
+Not ``paimon``: pypaimon installs a console script of that name, and both may live in one environment.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +11,15 @@ import difflib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
+from paimon_core.catalog import check_option_key
 from paimon_core.errors import PaimonError
+from paimon_core.options import known_option
 from paimon_core.table import SystemTable, Table, open_table, split_system_name
 
 
@@ -27,7 +32,7 @@ def _human_size(size: float) -> str:
 
 
 def table_info(table: Table, max_snapshots: int = 20) -> dict[str, Any]:
-    """Everything ``paimon info`` shows, as plain data."""
+    """Everything ``paimon-py info`` shows, as plain data."""
     snapshots = table.snapshots()
     entries = table.live_entries() if snapshots else []
     sizes = [e.file.file_size for e in entries]
@@ -95,9 +100,42 @@ def _conf(pairs: Sequence[str]) -> dict[str, str]:
     return conf
 
 
+def _open_table(uri: str, options: Mapping[str, str]) -> Table:
+    """Open a table with ``--option`` pairs taken as ``Catalog.open`` takes its options: every pair goes to the
+    storage backend (``s3.endpoint``, credentials...), and Paimon's table options are also dynamic options of
+    the table (``scan.tag-name``...).
+
+    Raises:
+        ConfigError: a key that is neither, naming the close matches.
+    """
+    for key in options:
+        check_option_key(key)
+    table_options = {
+        k: v for k, v in options.items() if known_option(k) is not None or k.startswith("fields.")
+    }
+    return open_table(uri, options, **table_options)
+
+
+def _option_parent() -> argparse.ArgumentParser:
+    """``--option K=V`` (repeatable), which every command takes."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument(
+        "--option",
+        "--catalog-conf",
+        dest="option",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="storage or catalog option (repeatable), e.g. s3.endpoint=http://host:9000, scan.tag-name=t",
+    )
+    return parent
+
+
+OPTION_PARENT = _option_parent()
+
+
 def _add_job_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("warehouse", help="the warehouse URI, e.g. /data/warehouse or s3://bucket/wh")
-    command.add_argument("--catalog-conf", action="append", default=[], metavar="K=V", help="catalog option")
     command.add_argument(
         "--parallelism", type=int, default=None, help="local worker processes (default: CPUs)"
     )
@@ -107,7 +145,9 @@ def _add_job_arguments(command: argparse.ArgumentParser) -> None:
 
 
 def _add_compact_commands(commands: Any) -> None:
-    compact = commands.add_parser("compact", help="compact a table (batch: once; streaming: until stopped)")
+    compact = commands.add_parser(
+        "compact", help="compact a table (batch: once; streaming: until stopped)", parents=[OPTION_PARENT]
+    )
     _add_job_arguments(compact)
     compact.add_argument("--database", required=True)
     compact.add_argument("--table", required=True)
@@ -124,7 +164,9 @@ def _add_compact_commands(commands: Any) -> None:
     compact.add_argument("--mode", choices=["batch", "streaming"], default="batch")
     compact.add_argument("--order-strategy", choices=["order", "zorder"], default=None)
     compact.add_argument("--order-by", default=None, help="sort columns, e.g. a,b")
-    database = commands.add_parser("compact-database", help="compact the tables of databases chosen by regex")
+    database = commands.add_parser(
+        "compact-database", help="compact the tables of databases chosen by regex", parents=[OPTION_PARENT]
+    )
     _add_job_arguments(database)
     database.add_argument("--including-databases", default=None, help="regex of databases (default all)")
     database.add_argument("--including-tables", default=None, help="regex of db.table names (default all)")
@@ -137,7 +179,7 @@ def _run_compact(args: argparse.Namespace) -> None:
     from paimon_core.catalog import Catalog
     from paimon_core.compact import compact_table
 
-    catalog = Catalog.open(args.warehouse, **_conf(args.catalog_conf))
+    catalog = Catalog.open(args.warehouse, **_conf(args.option))
     table = catalog.get_table(f"{args.database}.{args.table}", **_conf(args.table_conf))
     summary = compact_table(
         table,
@@ -157,7 +199,7 @@ def _run_compact_database(args: argparse.Namespace) -> None:
     from paimon_core.catalog import Catalog
     from paimon_core.compact import compact_database
 
-    catalog = Catalog.open(args.warehouse, **_conf(args.catalog_conf))
+    catalog = Catalog.open(args.warehouse, **_conf(args.option))
     summaries = compact_database(
         catalog,
         including_databases=args.including_databases,
@@ -178,7 +220,7 @@ def _run_compact_database(args: argparse.Namespace) -> None:
 
 def _add_maintenance_commands(commands: Any) -> None:
     def table_command(name: str, help_text: str) -> Any:
-        command = commands.add_parser(name, help=help_text)
+        command = commands.add_parser(name, help=help_text, parents=[OPTION_PARENT])
         command.add_argument("table_uri", help="the table directory, e.g. /warehouse/db.db/t")
         return command
 
@@ -216,7 +258,7 @@ def _run_maintenance(args: argparse.Namespace) -> bool:
     if command not in ("create-tag", "delete-tag", "rollback", "expire-snapshots", "remove-orphan-files",
                        "reset-consumer"):  # fmt: skip
         return False
-    table = open_table(args.table_uri)
+    table = _open_table(args.table_uri, _conf(args.option))
     if command == "create-tag":
         tag = maintenance.create_tag(table, args.tag, args.snapshot, args.time_retained)
         print(f"tag {tag.name!r} -> snapshot {tag.snapshot.id}")
@@ -249,12 +291,11 @@ def _run_maintenance(args: argparse.Namespace) -> bool:
 
 
 def _add_read_command(commands: Any) -> None:
-    read = commands.add_parser("read", help="print rows of a table or a system table (JSON lines or CSV)")
-    read.add_argument(
-        "table_uri", help="the table directory; append $snapshots, $files, ... for a system table"
+    read = commands.add_parser(
+        "read", help="print rows of a table or a system table (JSON lines or CSV)", parents=[OPTION_PARENT]
     )
     read.add_argument(
-        "--option", action="append", default=[], metavar="K=V", help="dynamic option, e.g. scan.tag-name=t"
+        "table_uri", help="the table directory; append $snapshots, $files, ... for a system table"
     )
     travel = read.add_mutually_exclusive_group()
     travel.add_argument("--snapshot", type=int, default=None, help="time travel to this snapshot")
@@ -270,7 +311,7 @@ def _add_read_command(commands: Any) -> None:
 def _run_read(args: argparse.Namespace) -> None:
     """Read through the same planner as every other entry point (options, time travel, system tables)."""
     location, system = split_system_name(args.table_uri)
-    table = open_table(location, None, **_conf(args.option))
+    table = _open_table(location, _conf(args.option))
     columns = args.columns.split(",") if args.columns else None
     if system:
         if args.snapshot is not None or args.tag is not None or args.timestamp is not None:
@@ -293,11 +334,16 @@ def _run_read(args: argparse.Namespace) -> None:
         print(json.dumps(row, default=str, ensure_ascii=False))
 
 
+PROG = "paimon-py"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line's parser: ``main`` parses with it, and the docs' CLI reference is generated from it."""
-    parser = argparse.ArgumentParser(prog="paimon", description="Inspect and maintain Apache Paimon tables.")
+    parser = argparse.ArgumentParser(prog=PROG, description="Inspect and maintain Apache Paimon tables.")
     commands = parser.add_subparsers(dest="command", required=True)
-    info = commands.add_parser("info", help="schema, options, snapshots, file count and sizes of a table")
+    info = commands.add_parser(
+        "info", help="schema, options, snapshots, file count and sizes of a table", parents=[OPTION_PARENT]
+    )
     info.add_argument(
         "table_uri", help="the table directory, e.g. /warehouse/db.db/t or s3://bucket/wh/db.db/t"
     )
@@ -314,7 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
     unknown = _unknown_command(arguments, _command_names(parser))
     if unknown is not None:
-        print(f"paimon: error: {unknown}", file=sys.stderr)
+        print(f"{PROG}: error: {unknown}", file=sys.stderr)
         return 2
     args = parser.parse_args(arguments)
     try:
@@ -327,16 +373,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "compact-database":
             _run_compact_database(args)
         elif args.command == "info":
-            details = table_info(open_table(args.table_uri), args.snapshots)
+            details = table_info(_open_table(args.table_uri, _conf(args.option)), args.snapshots)
             if args.json:
                 print(json.dumps(details, indent=2))
             else:
                 _print_info(details)
     except PaimonError as exc:
-        print(f"paimon: error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:
-        # The reader went away (``paimon read ... | head``): stop quietly, and keep Python's final flush of
+        # The reader went away (``paimon-py read ... | head``): stop quietly, and keep Python's final flush of
         # stdout from failing again at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return _SIGPIPE_EXIT
