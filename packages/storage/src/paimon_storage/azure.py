@@ -5,19 +5,16 @@ URIs name the container as their authority: ``abfs://container/path``, or with H
 Settings come from catalog options, first key present wins (Hadoop ABFS's ``fs.azure.*`` names and
 ``azure.*`` names, with fsspec's spellings also accepted):
 
-================  ===============================================================================================
-setting           names
-================  ===============================================================================================
-account name      ``azure.account-name``, ``fs.azure.account.name``, ``azure.account_name``
-account key       ``fs.azure.account.key.<account>.dfs.core.windows.net`` (or ``.blob.``), ``azure.account-key``
-connection str.   ``azure.connection-string``, ``azure.connection_string``
-SAS token         ``fs.azure.sas.fixed.token.<account>.dfs.core.windows.net``, ``azure.sas-token``
-service principal ``azure.client-id``, ``azure.client-secret``, ``azure.tenant-id``
-                  (``fs.azure.account.oauth2.client.id`` / ``.client.secret``; tenant from ``azure.tenant-id``)
-account host      ``azure.account-host`` (a custom endpoint)
-anonymous         ``azure.anonymous``, ``azure.anon``
-block size        ``azure.upload-block-size`` (default 16 mb), ``azure.read.block-size`` (default 8 mb)
-================  ===============================================================================================
+| setting | names |
+| --- | --- |
+| account name | ``azure.account-name``, ``fs.azure.account.name``, ``azure.account_name`` |
+| account key | ``fs.azure.account.key.<account>.dfs.core.windows.net`` (or ``.blob.``), ``azure.account-key`` |
+| connection str. | ``azure.connection-string``, ``azure.connection_string`` |
+| SAS token | ``fs.azure.sas.fixed.token.<account>.dfs.core.windows.net``, ``azure.sas-token`` |
+| service principal | ``azure.client-id``, ``azure.client-secret``, ``azure.tenant-id`` (``fs.azure.account.oauth2.client.id`` / ``.client.secret``; tenant from ``azure.tenant-id``) |
+| account host | ``azure.account-host`` (a custom endpoint) |
+| anonymous | ``azure.anonymous``, ``azure.anon`` |
+| block size | ``azure.upload-block-size`` (default 16 mb), ``azure.read.block-size`` (default 8 mb) |
 
 Anything not given comes from the environment, as adlfs reads it (``AZURE_STORAGE_CONNECTION_STRING``,
 ``AZURE_STORAGE_ACCOUNT_NAME``, ``AZURE_STORAGE_ACCOUNT_KEY``, ``AZURE_STORAGE_SAS_TOKEN``,

@@ -3,17 +3,15 @@
 Settings come from catalog options, first key present wins (the Hadoop GCS connector's ``fs.gs.*`` names,
 pypaimon's ``gcs.*`` names, and fsspec's):
 
-==================  =====================================================================================
-setting             names
-==================  =====================================================================================
-endpoint            ``fs.gs.storage.root.url``, ``gcs.endpoint``, ``gcs.endpoint_url``
-project             ``fs.gs.project.id``, ``gcs.project-id``, ``gcs.project``
-service account     ``fs.gs.auth.service.account.json.keyfile``, ``gcs.service-account-keyfile``
-access token        ``gcs.access-token`` (an OAuth2 token; needs ``google-auth``, which gcsfs installs)
-anonymous access    ``fs.gs.auth.type`` = ``UNAUTHENTICATED``, ``gcs.anonymous``, ``gcs.token`` = ``anon``
-multipart size      ``fs.gs.outputstream.upload.chunk.size``, ``gcs.upload-chunk-size`` (default 16 mb)
-read block size     ``gcs.read.block-size`` (default 8 mb)
-==================  =====================================================================================
+| setting | names |
+| --- | --- |
+| endpoint | ``fs.gs.storage.root.url``, ``gcs.endpoint``, ``gcs.endpoint_url`` |
+| project | ``fs.gs.project.id``, ``gcs.project-id``, ``gcs.project`` |
+| service account | ``fs.gs.auth.service.account.json.keyfile``, ``gcs.service-account-keyfile`` |
+| access token | ``gcs.access-token`` (an OAuth2 token; needs ``google-auth``, which gcsfs installs) |
+| anonymous access | ``fs.gs.auth.type`` = ``UNAUTHENTICATED``, ``gcs.anonymous``, ``gcs.token`` = ``anon`` |
+| multipart size | ``fs.gs.outputstream.upload.chunk.size``, ``gcs.upload-chunk-size`` (default 16 mb) |
+| read block size | ``gcs.read.block-size`` (default 8 mb) |
 
 Without options gcsfs reads the usual environment: ``GOOGLE_APPLICATION_CREDENTIALS``, the gcloud
 defaults, the metadata server, and ``STORAGE_EMULATOR_HOST`` for an emulator (then access is anonymous

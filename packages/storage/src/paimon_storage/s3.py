@@ -3,21 +3,18 @@
 Settings come from catalog options, first key present wins; every name is accepted under the prefixes
 ``s3.``, ``s3a.``, ``fs.s3.`` and ``fs.s3a.`` (Paimon's and Hadoop S3A's spellings):
 
-=====================  ==========================================================================
-setting                names
-=====================  ==========================================================================
-endpoint               ``endpoint`` (``s3.endpoint_url``, fsspec's name, also works)
-access key             ``access-key``, ``access.key`` (``fs.s3.accessKeyId``, ``s3.key``)
-secret key             ``secret-key``, ``secret.key`` (``fs.s3.accessKeySecret``, ``s3.secret``)
-session token          ``session-token``, ``session.token``, ``security-token`` (``s3.token``)
-region                 ``region``, ``endpoint.region`` (``s3.region_name``)
-path-style addressing  ``path.style.access``, ``path-style-access``
-anonymous access       ``anonymous`` (``s3.anon``)
-conditional creates    ``create.conditional.enabled`` (default true; false for stores without
-                       ``If-None-Match``: commits then need ``lock.enabled``)
-multipart part size    ``multipart.size`` (default 16 mb)
-read block size        ``read.block-size`` (default 8 mb)
-=====================  ==========================================================================
+| setting | names |
+| --- | --- |
+| endpoint | ``endpoint`` (``s3.endpoint_url``, fsspec's name, also works) |
+| access key | ``access-key``, ``access.key`` (``fs.s3.accessKeyId``, ``s3.key``) |
+| secret key | ``secret-key``, ``secret.key`` (``fs.s3.accessKeySecret``, ``s3.secret``) |
+| session token | ``session-token``, ``session.token``, ``security-token`` (``s3.token``) |
+| region | ``region``, ``endpoint.region`` (``s3.region_name``) |
+| path-style addressing | ``path.style.access``, ``path-style-access`` |
+| anonymous access | ``anonymous`` (``s3.anon``) |
+| conditional creates | ``create.conditional.enabled`` (default true; false for stores without ``If-None-Match``: commits then need ``lock.enabled``) |
+| multipart part size | ``multipart.size`` (default 16 mb) |
+| read block size | ``read.block-size`` (default 8 mb) |
 
 Anything not given comes from the usual AWS environment (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
 ``AWS_SESSION_TOKEN``, ``AWS_REGION``, ``AWS_ENDPOINT_URL``, profiles, instance roles) through botocore.
