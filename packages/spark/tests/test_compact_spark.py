@@ -229,3 +229,40 @@ def test_primary_key_buckets_compact_on_executors(spark: Any, warehouse: str, bu
     buckets = {(e.partition, e.bucket) for e in after.live_entries()}
     assert len(after.live_entries()) == len(buckets)  # one file per bucket
     assert after.latest_snapshot().commit_kind == CommitKind.COMPACT
+
+
+def test_database_compaction_and_the_procedure_take_primary_key_tables(spark: Any, warehouse: str) -> None:
+    """compact_database and paimon_compact compact a primary-key table's buckets next to an append table's
+    partitions: the merged content is unchanged and each bucket ends as one top-level file."""
+    make_table(warehouse, appends=4)
+    catalog = Catalog.open(warehouse)
+    pk = catalog.create_table(
+        "db.pk",
+        SCHEMA,
+        partition_keys=["k"],
+        primary_keys=["k", "id"],
+        options={"bucket": "2", "write-only": "true"},
+    )
+    for i in range(4):
+        pk.append(rows(i * 100, 300))
+    expected = content(pk)
+    summaries = paimon_spark.compact_database(
+        spark, warehouse=warehouse, including_databases="db", progress=False
+    )
+    assert sorted(summaries) == ["db.pk", "db.t"]
+    after = catalog.get_table("db.pk")
+    assert content(after) == expected
+    top = after.options.merge_tree_levels() - 1
+    assert {e.file.level for e in after.live_entries()} == {top}
+    assert len(after.live_entries()) == len({(e.partition, e.bucket) for e in after.live_entries()})
+    compacted = after.latest_snapshot()
+    assert compacted is not None and compacted.commit_kind == CommitKind.COMPACT
+
+    after.append(rows(0, 30))  # new level-0 files in some buckets, then the SQL procedure
+    expected = content(after)
+    paimon_spark.register_procedures(spark, warehouse=warehouse)
+    [row] = spark.sql("SELECT * FROM paimon_compact(table => 'db.pk')").collect()
+    assert row["result"] is True and row["files_after"] < row["files_before"]
+    final = catalog.get_table("db.pk")
+    assert content(final) == expected
+    assert {e.file.level for e in final.live_entries()} == {top}
