@@ -1,7 +1,8 @@
 """Sessions for the workspace; run them through ``./dev`` (which installs nox and uv) or plain ``nox``.
 
 Every per-package session comes from the one ``PACKAGES`` list below. ``./dev test`` (and CI) runs
-``lint typecheck tests interop spark_interop java_interop spark_cluster storage_integration interop_s3 quickstart``;
+``lint typecheck docs tests interop spark_interop java_interop spark_cluster storage_integration interop_s3
+quickstart``;
 ``thorough``, ``matrix``, ``bench``, ``bench_spark``, ``bench_compact`` and ``storage_bench`` run on demand.
 """
 
@@ -13,6 +14,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import nox
 
@@ -94,9 +96,36 @@ def _test_deps() -> tuple[str, ...]:
 @nox.session
 @nox.parametrize("package", [p.dir for p in PACKAGES], ids=[p.dir for p in PACKAGES])
 def tests(session: nox.Session, package: str) -> None:
-    """``pytest packages/<package>/tests``; "no tests collected" (exit 5) fails like any other error."""
+    """``pytest packages/<package>/tests``; "no tests collected" (exit 5) fails like any other error.
+
+    The spark session also runs the docs' code blocks that need Spark (``tests/docs``, marker ``docs_spark``).
+    """
     _install_workspace(session, package, extra=(*_test_deps(), *BY_DIR[package].test_extras))
     session.run("pytest", f"packages/{package}/tests", *session.posargs)
+    if package == "spark":
+        _docs_blocks(session, "docs_spark")
+
+
+def _docs_blocks(session: nox.Session, marker: str, **kwargs: Any) -> None:
+    """``tests/docs`` for the docs pages whose code blocks need ``marker``'s resources."""
+    # A -k given for the package's tests may match no docs page: that is no failure then.
+    codes = [0, 5] if session.posargs else [0]
+    session.run("pytest", "tests/docs", "-m", marker, *session.posargs, success_codes=codes, **kwargs)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site (``mkdocs build --strict``: warnings are errors) into ``site/``, then every code
+    block of README.md and docs/ that needs only paimon-core (``tests/docs``).
+
+    The CLI and options reference pages are generated from the code when the site is built
+    (``docs/_hooks``); the API reference is read from the docstrings (mkdocstrings).
+    """
+    _install_workspace(
+        session, "core", extra=(*_test_deps(), *nox.project.dependency_groups(PYPROJECT, "docs"))
+    )
+    session.run("mkdocs", "build", "--strict", "--site-dir", "site", env={"NO_MKDOCS_2_WARNING": "1"})
+    session.run("pytest", "tests/docs", "-m", "not docs_spark and not integration", *session.posargs)
 
 
 @nox.session
@@ -330,6 +359,7 @@ def storage_integration(session: nox.Session) -> None:
         "pytest", "-p", "paimon_testing.plugin", "packages/storage/tests", "-m", "integration and not interop",
         "--timeout=900", *session.posargs, env=env,
     )  # fmt: skip
+    _docs_blocks(session, "docs_cloud", env=env)
 
 
 @nox.session
