@@ -56,7 +56,7 @@ def make_batches(commits: int, rows: int, key_space: int, seed: int = 11) -> lis
 def bench_producer(batches: list[pa.Table], workdir: Path, producer: str, full: bool) -> dict[str, Any]:
     from paimon_core import Catalog
 
-    catalog = Catalog.open(str(workdir / f"warehouse-{producer}-{full}"))
+    catalog = Catalog.open(str(workdir / f"warehouse-{producer}-{full}"), create=True)
     catalog.create_database("bench", exist_ok=True)
     options = {**OPTIONS, "changelog-producer": producer}
     if full:

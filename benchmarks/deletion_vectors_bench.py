@@ -119,7 +119,7 @@ def build_tables(history: History, warehouse: Path) -> dict[str, dict[str, Any]]
     """Both tables with the same history, committed alternately; the mean upsert commit latency of each."""
     from paimon_core import Catalog
 
-    catalog = Catalog.open(str(warehouse))
+    catalog = Catalog.open(str(warehouse), create=True)
     catalog.create_database("bench", exist_ok=True)
     tables = {
         kind: catalog.create_table(

@@ -106,7 +106,7 @@ def bench_ours(
     from paimon_core.compact import compact_table
     from paimon_core.manifest._cache import manifest_cache
 
-    catalog = Catalog.open(str(workdir / "warehouse"))
+    catalog = Catalog.open(str(workdir / "warehouse"), create=True)
     catalog.create_database("bench", exist_ok=True)
     options = {**OPTIONS, "write-only": "true" if write_only else "false"}
     table = catalog.create_table("bench.t", SCHEMA, primary_keys=["id"], options=options)
@@ -135,7 +135,7 @@ def _writer_peak(batches: list[pa.Table], directory: str) -> int:
     """Peak resident memory (bytes) of a fresh process doing the write-only upserts (its input included)."""
     from paimon_core import Catalog
 
-    catalog = Catalog.open(directory)
+    catalog = Catalog.open(directory, create=True)
     catalog.create_database("bench", exist_ok=True)
     options = {**OPTIONS, "write-only": "true"}
     table = catalog.create_table("bench.t", SCHEMA, primary_keys=["id"], options=options)

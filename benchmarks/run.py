@@ -196,7 +196,7 @@ def bench_ours(data: pa.Table, batches: list[pa.Table], repeat: int, workdir: Pa
     result.notes.append("table option write-only=true (no inline compaction, like pypaimon)")
 
     def new_table(d: Path) -> Any:
-        catalog = Catalog.open(str(d / "warehouse"))
+        catalog = Catalog.open(str(d / "warehouse"), create=True)
         catalog.create_database("bench", exist_ok=True)
         return catalog.create_table("bench.t", SCHEMA, options=options)
 

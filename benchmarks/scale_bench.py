@@ -77,7 +77,7 @@ def build_table(warehouse: Path, files: int, partitions: int, seed: int) -> None
     from paimon_core.table import CommitMessage
 
     rng = random.Random(seed)
-    catalog = Catalog.open(str(warehouse))
+    catalog = Catalog.open(str(warehouse), create=True)
     catalog.create_database("bench", exist_ok=True)
     table = catalog.create_table(TABLE, SCHEMA, partition_keys=["dt"], options={"write-only": "true"})
     fields = list(table.schema.fields)

@@ -111,7 +111,7 @@ def build_tables(data: pa.Table, commits: int, warehouse: Path) -> dict[str, lis
     """One table per layout, the same rows in ``commits`` commits; its data files."""
     from paimon_core import Catalog
 
-    catalog = Catalog.open(str(warehouse))
+    catalog = Catalog.open(str(warehouse), create=True)
     catalog.create_database("bench", exist_ok=True)
     files: dict[str, list[str]] = {}
     step = -(-data.num_rows // commits)

@@ -81,7 +81,7 @@ def big_table(n: int) -> pa.Table:
 
 def bench(backend: str, args: argparse.Namespace) -> Result:
     with warehouse(backend) as (uri, options):
-        catalog = Catalog.open(uri, **options)
+        catalog = Catalog.open(uri, create=True, **options)
         catalog.create_database("bench", exist_ok=True)
 
         # Commit latency: one writer, small appends.

@@ -89,7 +89,7 @@ def start_spark(master: str, scratch: str) -> SparkSession:
 
 
 def create_table(warehouse: str) -> None:
-    catalog = Catalog.open(warehouse)
+    catalog = Catalog.open(warehouse, create=True)
     catalog.create_database("default", exist_ok=True)
     schema = pa.schema(
         [

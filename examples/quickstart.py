@@ -46,7 +46,7 @@ def orders(first_id: int, count: int, day: dt.date, rng: random.Random) -> pa.Ta
 
 def main(warehouse: str) -> None:
     rng = random.Random(7)
-    catalog = Catalog.open(warehouse)
+    catalog = Catalog.open(warehouse, create=True)
     catalog.create_database("shop", exist_ok=True)
     catalog.drop_table("shop.orders", missing_ok=True)
     table = catalog.create_table(

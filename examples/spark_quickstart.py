@@ -80,7 +80,7 @@ def create_table(warehouse: str) -> Table:
     row (``-U``) and the new one (``+U``). A follower needs the old count to take the word out of its old
     interval; with the default producer (``none``) an update would arrive as a bare ``+I``.
     """
-    catalog = Catalog.open(warehouse)
+    catalog = Catalog.open(warehouse, create=True)
     catalog.create_database("default", exist_ok=True)
     schema = pa.schema([pa.field("word", pa.string(), nullable=False), pa.field("cnt", pa.int64())])
     return catalog.create_table(

@@ -19,7 +19,10 @@ settings.load_profile("paimon-core")
 
 @pytest.fixture
 def warehouse(tmp_path: Path) -> str:
-    return str(tmp_path / "warehouse")
+    """An existing, empty warehouse directory."""
+    path = tmp_path / "warehouse"
+    path.mkdir()
+    return str(path)
 
 
 @pytest.fixture

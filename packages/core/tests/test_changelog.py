@@ -31,7 +31,7 @@ Op = tuple[str, int, int]  # ("put" | "del", key, value)
 
 
 def _table(root: Path, producer: str, **options: str) -> Table:
-    catalog = Catalog.open(str(root))
+    catalog = Catalog.open(str(root), create=True)
     catalog.create_database("db", exist_ok=True)
     opts = {"bucket": "2", "changelog-producer": producer, **options}
     if producer == "full-compaction":

@@ -27,7 +27,7 @@ FAR_FUTURE_MS = int(FAR_FUTURE.timestamp() * 1000)
 
 @pytest.fixture()
 def table(tmp_path: Any) -> Table:
-    catalog = Catalog.open(str(tmp_path / "warehouse"))
+    catalog = Catalog.open(str(tmp_path / "warehouse"), create=True)
     catalog.create_database("db")
     return catalog.create_table("db.t", SCHEMA, options={"write-only": "true"})
 

@@ -51,7 +51,7 @@ Row = dict[str, Any]
 
 
 def _table(root: Path, **options: str) -> Table:
-    catalog = Catalog.open(str(root))
+    catalog = Catalog.open(str(root), create=True)
     catalog.create_database("db", exist_ok=True)
     all_options = {"bucket": "2", "deletion-vectors.enabled": "true", **options}
     return catalog.create_table(f"db.t{next(_names)}", SCHEMA, primary_keys=["k"], options=all_options)

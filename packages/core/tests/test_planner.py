@@ -180,7 +180,7 @@ def test_a_batch_read_says_it_ignores_streaming_only_options(
 def test_catalog_options_refuse_near_misses(tmp_path: Any) -> None:
     with pytest.raises(ConfigError, match=re.escape("did you mean 'commit.max-retries'")):
         Catalog.open(str(tmp_path / "wh"), **{"commit.max-retires": "3"})
-    assert Catalog.open(str(tmp_path / "wh"), **{"commit.max-retries": "3"}).table_defaults == {
+    assert Catalog.open(str(tmp_path / "wh"), **{"commit.max-retries": "3"}, create=True).table_defaults == {
         "commit.max-retries": "3"
     }
 

@@ -69,7 +69,7 @@ else:
 @pytest.mark.parametrize("mode", ["batch", "streaming"])
 def test_partial_update_writers_and_a_compaction_job_in_processes(tmp_path: Any, mode: str) -> None:
     warehouse = str(tmp_path / "wh")
-    catalog = Catalog.open(warehouse)
+    catalog = Catalog.open(warehouse, create=True)
     catalog.create_database("db")
     options = {"bucket": "2", "merge-engine": "partial-update", "write-only": "true"}
     options.update({f"fields.{c}_version.sequence-group": c for c in COLUMNS})

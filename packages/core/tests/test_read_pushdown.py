@@ -207,7 +207,7 @@ def memory_catalog(monkeypatch: pytest.MonkeyPatch) -> Iterator[Catalog]:
     monkeypatch.setattr(
         MemoryBackend, "open_input", lambda self, path: CountingInput(original(self, path).getvalue())
     )
-    catalog = Catalog.open(root)
+    catalog = Catalog.open(root, create=True)
     catalog.create_database("db")
     yield catalog
     clear_memory_store(root)

@@ -36,7 +36,7 @@ def rows(step: int) -> pa.Table:
 def table(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """36 commits of two files each over 6 days x 2 hours (12 files a day); small manifests, so merges happen
     along the way."""
-    catalog = Catalog.open(str(tmp_path_factory.mktemp("pruning") / "warehouse"))
+    catalog = Catalog.open(str(tmp_path_factory.mktemp("pruning") / "warehouse"), create=True)
     catalog.create_database("db")
     options = {"write-only": "true", "manifest.target-file-size": "64kb", "manifest.merge-min-count": "5"}
     created = catalog.create_table("db.t", SCHEMA, partition_keys=["dt", "hr"], options=options)
@@ -177,7 +177,7 @@ def test_single_partition_layout_after_merges(table: Any) -> None:
 
 def test_time_partitions_are_decoded_lazily(tmp_path: Any) -> None:
     """Dates as partition values: a filter on them decodes matching entries only, here too."""
-    catalog = Catalog.open(str(tmp_path / "w"))
+    catalog = Catalog.open(str(tmp_path / "w"), create=True)
     catalog.create_database("db")
     schema = pa.schema([("d", pa.date32()), ("x", pa.int64())])
     t = catalog.create_table("db.t", schema, partition_keys=["d"], options={"write-only": "true"})

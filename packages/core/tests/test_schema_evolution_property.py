@@ -77,7 +77,7 @@ operations = st.lists(
 @given(ops=operations)
 def test_random_alters_and_writes_read_back_by_field_id(ops: list[tuple[str, int, int]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        catalog = Catalog.open(f"{tmp}/wh")
+        catalog = Catalog.open(f"{tmp}/wh", create=True)
         catalog.create_database("db")
         schema = pa.schema([("p", pa.string()), ("a", pa.int32()), ("b", pa.float32())])
         catalog.create_table("db.t", schema, partition_keys=["p"])

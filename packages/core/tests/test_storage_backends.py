@@ -209,12 +209,12 @@ def test_memory_output_stream_publishes_on_close(memory_root: str) -> None:
 
 
 def test_local_fsync_modes_are_validated_and_chosen_by_option(tmp_path: Path) -> None:
-    from paimon_core.storage import get_backend
+    from paimon_core.storage import get_backend, unwrap
     from paimon_core.storage._local import FSYNC_OPTION
 
     with pytest.raises(ValueError):
         LocalBackend("sometimes")
-    backend = get_backend(str(tmp_path), {FSYNC_OPTION: "all"})
+    backend = unwrap(get_backend(str(tmp_path), {FSYNC_OPTION: "all"}))
     assert isinstance(backend, LocalBackend) and backend.fsync == "all"
     assert get_backend(str(tmp_path)).fsync == "commit"  # type: ignore[attr-defined]
     for mode in ("all", "commit", "none"):  # every mode still creates exclusively and whole

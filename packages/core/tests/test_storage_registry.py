@@ -29,6 +29,7 @@ from paimon_core.storage import (
     get_backend,
     hookimpl,
     set_default_registry,
+    unwrap,
 )
 
 
@@ -69,10 +70,10 @@ def _registry(*plugins: object, builtins: bool = True) -> StorageRegistry:
 
 def test_default_registry_serves_file_and_memory(tmp_path: Path) -> None:
     assert {"file", "memory"} <= set(default_registry().schemes())
-    assert isinstance(get_backend(str(tmp_path)), LocalBackend)
-    assert isinstance(get_backend("file://" + tmp_path.as_posix()), LocalBackend)
-    assert isinstance(get_backend("C:\\warehouse"), LocalBackend)
-    assert isinstance(get_backend("memory://x/y"), MemoryBackend)
+    assert isinstance(unwrap(get_backend(str(tmp_path))), LocalBackend)
+    assert isinstance(unwrap(get_backend("file://" + tmp_path.as_posix())), LocalBackend)
+    assert isinstance(unwrap(get_backend("C:\\warehouse")), LocalBackend)
+    assert isinstance(unwrap(get_backend("memory://x/y")), MemoryBackend)
     assert get_backend(str(tmp_path)) is get_backend(str(tmp_path / "other"))  # cached
 
 
@@ -109,7 +110,7 @@ def test_set_default_registry() -> None:
     mine = _registry(_Declares(_spec("custom", "custom")))
     previous = set_default_registry(mine)
     try:
-        backend = get_backend("custom://a/b")
+        backend = unwrap(get_backend("custom://a/b"))
         assert isinstance(backend, _Tagged)
         assert backend.tag == "custom"
     finally:
@@ -163,7 +164,7 @@ def fake_distribution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
 def test_entry_point_plugins_load(fake_distribution: Path) -> None:
     registry = StorageRegistry(create_plugin_manager(blocklist=["broken"]))
     assert {"fake", "fk", "file", "memory"} <= set(registry.schemes())
-    backend = registry.get_backend("fk://bucket/key")
+    backend = unwrap(registry.get_backend("fk://bucket/key"))
     assert type(backend).__name__ == "FakeBackend"
 
 
@@ -189,9 +190,9 @@ def test_two_claims_need_an_option() -> None:
         registry.get_backend("/tmp/x")
     assert raised.value.key == "storage.file.backend"
     assert "'file', 'fast-local'" in str(raised.value) or "'fast-local', 'file'" in str(raised.value)
-    chosen = registry.get_backend("/tmp/x", {"storage.file.backend": "fast-local"})
+    chosen = unwrap(registry.get_backend("/tmp/x", {"storage.file.backend": "fast-local"}))
     assert isinstance(chosen, _Tagged) and chosen.tag == "fast-local"
-    assert isinstance(registry.get_backend("/tmp/x", {"storage.file.backend": "file"}), LocalBackend)
+    assert isinstance(unwrap(registry.get_backend("/tmp/x", {"storage.file.backend": "file"})), LocalBackend)
 
 
 def test_option_must_name_a_claimant() -> None:
@@ -227,7 +228,7 @@ def test_spec_validation() -> None:
 
 def test_factory_receives_uri_and_options() -> None:
     registry = _registry(_Declares(_spec("s3", "s3", "s3a", prefixes=("s3.",))))
-    backend = registry.get_backend("s3a://bucket/wh/t", {"s3.endpoint": "http://x", "bucket": "4"})
+    backend = unwrap(registry.get_backend("s3a://bucket/wh/t", {"s3.endpoint": "http://x", "bucket": "4"}))
     assert isinstance(backend, _Tagged)
     assert backend.uri == "s3a://bucket/wh/t"
     assert backend.options == {"s3.endpoint": "http://x", "bucket": "4"}
@@ -287,7 +288,7 @@ def test_wrappers_chain_in_pluggy_order() -> None:
     registry = _registry(
         _wrapping_plugin("first", tryfirst=True), _wrapping_plugin("a"), abstains, _wrapping_plugin("b")
     )
-    outer = registry.get_backend("memory://w/x")
+    outer = unwrap(registry.get_backend("memory://w/x"))
     labels = []
     while isinstance(outer, _Wrapper):
         labels.append(outer.label)

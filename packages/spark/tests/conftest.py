@@ -40,4 +40,7 @@ def spark() -> Iterator[object]:
 
 @pytest.fixture
 def warehouse(tmp_path: Path) -> str:
-    return str(tmp_path / "warehouse")
+    """An existing, empty warehouse directory."""
+    path = tmp_path / "warehouse"
+    path.mkdir()
+    return str(path)

@@ -26,6 +26,7 @@ from paimon_core.storage import (
     create_plugin_manager,
     hookimpl,
     set_default_lock_registry,
+    unwrap,
 )
 from paimon_storage import AzureBackend, GcsBackend, S3Backend
 from paimon_storage.azure import azure_settings
@@ -76,11 +77,13 @@ def test_get_backend_builds_each_backend(
 
 
 def test_object_keys_keep_the_callers_uri_form(registry: StorageRegistry) -> None:
-    s3 = registry.get_backend("s3a://bucket/wh", {})
+    s3 = unwrap(registry.get_backend("s3a://bucket/wh", {}))
     assert isinstance(s3, S3Backend)
     assert s3.key("s3a://bucket//wh/db.db/t/") == "bucket/wh/db.db/t"
     assert s3.key("s3://bucket") == "bucket"
-    azure = registry.get_backend("abfss://box@acct.dfs.core.windows.net/wh", {"azure.anonymous": "true"})
+    azure = unwrap(
+        registry.get_backend("abfss://box@acct.dfs.core.windows.net/wh", {"azure.anonymous": "true"})
+    )
     assert isinstance(azure, AzureBackend)
     assert azure.key("abfss://box@acct.dfs.core.windows.net/wh/x") == "box/wh/x"
     with pytest.raises(ValueError, match="not an object-store URI"):
@@ -239,7 +242,7 @@ def test_tables_work_on_a_third_party_backend(example_plugin: None, tmp_path: Pa
 
     previous = set_default_registry(StorageRegistry())
     try:
-        catalog = Catalog.open("example://wh", **{"example.root": str(tmp_path)})
+        catalog = Catalog.open("example://wh", create=True, **{"example.root": str(tmp_path)})
         catalog.create_database("db")
         table = catalog.create_table(
             "db.t", pa.schema([("id", pa.int64()), ("p", pa.string())]), partition_keys=["p"]

@@ -12,7 +12,7 @@ import pytest
 
 from paimon_core import Catalog
 from paimon_core.errors import AtomicCommitUnsupportedError
-from paimon_core.storage import get_backend
+from paimon_core.storage import get_backend, unwrap
 from paimon_storage import S3Backend
 from paimon_storage.emulators import AZURITE_KEY, PostgresServer
 from paimon_storage.workload import check_table, create_table, run_workload
@@ -26,7 +26,7 @@ SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("day", pa.string
 
 def test_catalog_round_trip(store: Store) -> None:
     warehouse = store.root()
-    catalog = Catalog.open(warehouse, **store.options)
+    catalog = Catalog.open(warehouse, create=True, **store.options)
     catalog.create_database("db")
     assert catalog.list_databases() == ["db"]  # an empty database is visible (directory marker)
     table = catalog.create_table("db.t", SCHEMA, partition_keys=["day"])
@@ -82,7 +82,7 @@ def _spy_s3_calls(backend: Any) -> list[tuple[str, dict[str, Any]]]:
 def test_s3_large_files_use_multipart_uploads_and_ranged_reads(s3_store: Store) -> None:
     options = {**s3_store.options, "s3.multipart.size": "5 mb", "s3.read.block-size": "1 mb"}
     root = s3_store.root()
-    backend = get_backend(root, options)
+    backend = unwrap(get_backend(root, options))
     assert isinstance(backend, S3Backend)
     calls = _spy_s3_calls(backend)
     n = 1_500_000

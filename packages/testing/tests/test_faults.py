@@ -21,6 +21,7 @@ from paimon_core.storage import (
     clear_memory_store,
     create_plugin_manager,
     get_backend,
+    unwrap,
 )
 from paimon_core.table import Table
 from paimon_testing import faults
@@ -149,17 +150,17 @@ def test_the_storage_wrap_hook_reads_options(root: str) -> None:
     registry = StorageRegistry(create_plugin_manager(plugins=[("faults", faults)], entry_points=False))
     rules = [{"fault": "fail-before", "ops": ["write_bytes"]}]
     wrapped = registry.get_backend(root, {"storage.faults": json.dumps(rules), "storage.faults.seed": "1"})
-    assert isinstance(wrapped, FaultyStorage)
+    assert isinstance(unwrap(wrapped), FaultyStorage)
     with pytest.raises(ConnectionError):
         wrapped.write_bytes(f"{root}/x", b"1")
-    assert not isinstance(registry.get_backend(root), FaultyStorage)  # no option, no wrapper
+    assert not isinstance(unwrap(registry.get_backend(root)), FaultyStorage)  # no option, no wrapper
 
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
 
 
 def _faulty_table(warehouse: str, plan: FaultPlan) -> Table:
-    catalog = Catalog.open(warehouse)
+    catalog = Catalog.open(warehouse, create=True)
     catalog.create_database("db")
     clean = catalog.create_table("db.t", SCHEMA, options={"commit.min-retry-wait": "1 ms"})
     return Table(clean.path, FaultyStorage(clean.storage, plan), clean.schema)

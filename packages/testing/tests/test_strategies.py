@@ -45,7 +45,7 @@ def test_table_specs_are_valid_paimon_schemas(spec: ps.TableSpec) -> None:
 def _round_trip(spec: ps.TableSpec, data: pa.Table) -> None:
     warehouse = f"memory://strategies-{uuid.uuid4().hex}"
     try:
-        catalog = Catalog.open(warehouse)
+        catalog = Catalog.open(warehouse, create=True)
         catalog.create_database("db")
         table = catalog.create_table("db.t", spec.schema, partition_keys=list(spec.partition_keys))
         table.append(data)

@@ -3,7 +3,7 @@
 Quick tour::
 
     from paimon_core import Catalog
-    catalog = Catalog.open("/tmp/warehouse")
+    catalog = Catalog.open("/tmp/warehouse", create=True)
     catalog.create_database("db", exist_ok=True)
     table = catalog.create_table("db.t", schema, partition_keys=["dt"])
     table.append(arrow_table)
@@ -29,6 +29,7 @@ from paimon_core.errors import (
     SchemaError,
     SnapshotExpiredError,
     TableNotFoundError,
+    WarehouseNotFoundError,
 )
 from paimon_core.predicate import Predicate
 from paimon_core.schema_change import Move, SchemaChange
@@ -82,6 +83,7 @@ __all__ = [
     "TableRead",
     "TableScan",
     "TableWrite",
+    "WarehouseNotFoundError",
     "__version__",
     "open_table",
 ]

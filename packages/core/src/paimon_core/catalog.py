@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -19,11 +20,19 @@ from paimon_core.errors import (
     SchemaError,
     TableAlreadyExistsError,
     TableNotFoundError,
+    WarehouseNotFoundError,
 )
 from paimon_core.options import Options
 from paimon_core.schema import SchemaManager, TableSchema
 from paimon_core.schema_change import SchemaChange, apply_changes
-from paimon_core.storage import StorageBackend, default_registry, get_backend, join_path
+from paimon_core.storage import (
+    StorageBackend,
+    default_registry,
+    get_backend,
+    join_path,
+    parent_path,
+    path_name,
+)
 from paimon_core.table import (
     DATA_VIEWS,
     DataView,
@@ -69,11 +78,16 @@ class Catalog:
         return {k: v for k, v in self.options.items() if opts.known_option(k) is not None}
 
     @classmethod
-    def open(cls, uri: str, **options: Any) -> Catalog:
+    def open(cls, uri: str, *, create: bool = False, **options: Any) -> Catalog:
         """Open the catalog of the warehouse at ``uri``; options are storage settings (``s3.endpoint``...) and
         table options every table gets (``commit.*``, ``lock.*``...).
 
+        A mistyped path must not become a new, empty warehouse: the warehouse has to exist unless ``create``
+        is true (then it is created with its parents, and an existing one is opened as it is).
+
         Raises:
+            WarehouseNotFoundError: the warehouse does not exist and ``create`` is false.
+            CatalogError: the warehouse is a file.
             ConfigError: a key is a near miss of a Paimon or storage option, or the storage backend refuses a
                 key under its prefixes.
         """
@@ -81,7 +95,7 @@ class Catalog:
         for key in string_options:
             check_option_key(key)
         storage = get_backend(uri, string_options)
-        storage.mkdirs(uri)
+        _open_warehouse(storage, uri, create)
         return cls(uri, storage, string_options)
 
     # --- databases -------------------------------------------------------------------------------------
@@ -295,6 +309,33 @@ class Catalog:
 
     def __repr__(self) -> str:
         return f"Catalog({self.warehouse!r})"
+
+
+def _open_warehouse(storage: StorageBackend, uri: str, create: bool) -> None:
+    """Check that the warehouse is a directory; create it when missing and ``create`` is true."""
+    try:
+        info = storage.info(uri)
+    except FileNotFoundError:
+        if not create:
+            raise WarehouseNotFoundError(uri, _nearest_sibling(storage, uri)) from None
+        storage.mkdirs(uri)
+        logger.info("created warehouse %s", uri)
+        return
+    if not info.is_dir:
+        raise CatalogError(f"warehouse {uri!r} is a file, not a directory")
+
+
+def _nearest_sibling(storage: StorageBackend, uri: str) -> str | None:
+    """The directory next to a missing warehouse whose name is nearest to its name, if one is near."""
+    parent = parent_path(uri)
+    if parent == uri:
+        return None
+    try:
+        names = [info.name for info in storage.list_dir(parent) if info.is_dir]
+    except OSError:
+        return None  # the parent is missing or unreadable too: no suggestion
+    close = difflib.get_close_matches(path_name(uri), names, n=1)
+    return join_path(parent, close[0]) if close else None
 
 
 def _check_keys(kind: str, keys: Sequence[str], names: Sequence[str]) -> None:

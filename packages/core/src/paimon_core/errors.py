@@ -58,6 +58,18 @@ def _did_you_mean(name: str, candidates: Sequence[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+class WarehouseNotFoundError(CatalogError, LookupError):
+    """The warehouse of :meth:`~paimon_core.Catalog.open` does not exist (a new one needs ``create=True``);
+    ``nearest`` is an existing sibling directory with a similar name, for a "did you mean"."""
+
+    def __init__(self, warehouse: str, nearest: str | None = None) -> None:
+        hint = f"; did you mean {nearest!r}?" if nearest else ""
+        super().__init__(
+            f"warehouse {warehouse!r} does not exist{hint} (Catalog.open(uri, create=True) creates a new one)"
+        )
+        self.warehouse = warehouse
+
+
 class DatabaseNotFoundError(CatalogError, LookupError):
     def __init__(self, database: str, candidates: Sequence[str] = ()) -> None:
         super().__init__(f"database {database!r} does not exist{_did_you_mean(database, candidates)}")
@@ -185,7 +197,45 @@ class TagAlreadyExistsError(PaimonError, FileExistsError):
 
 
 class StorageError(PaimonError, OSError):
-    """The storage layer failed in a way that is not a plain missing or existing file."""
+    """The storage layer failed. A backend's own failure arrives as this or a subclass matching the builtin
+    it raised (:class:`StorageFileNotFoundError` is a ``FileNotFoundError``...), its message naming the call,
+    the path and the cause, with no credentials; the cause, credentials removed too, is chained.
+
+    Attributes:
+        path: the path of the failed call, when known.
+    """
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class StorageFileNotFoundError(StorageError, FileNotFoundError):
+    """Nothing exists at the path."""
+
+
+class StorageFileExistsError(StorageError, FileExistsError):
+    """The object exists (from ``write_if_absent``: nothing was written)."""
+
+
+class StoragePermissionError(StorageError, PermissionError):
+    """The store refused access (credentials, permissions)."""
+
+
+class StorageIsADirectoryError(StorageError, IsADirectoryError):
+    """The path is a directory where an object was expected."""
+
+
+class StorageNotADirectoryError(StorageError, NotADirectoryError):
+    """The path, or a parent, is an object where a directory was expected."""
+
+
+class StorageTimeoutError(StorageError, TimeoutError):
+    """The store did not answer in time."""
+
+
+class StorageConnectionError(StorageError, ConnectionError):
+    """The store could not be reached or dropped the connection."""
 
 
 class StorageBackendNotFound(StorageError):

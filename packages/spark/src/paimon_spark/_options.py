@@ -185,9 +185,14 @@ class SourceConfig:
     def is_path(self) -> bool:
         return "/" in self.location or "://" in self.location or "\\" in self.location
 
-    def catalog_handle(self) -> Catalog:
+    def catalog_handle(self, create: bool = False) -> Catalog:
+        """The catalog of the warehouse; ``create``: create a missing warehouse (a write that creates its table).
+
+        Raises:
+            WarehouseNotFoundError: the warehouse does not exist and ``create`` is false.
+        """
         assert self.warehouse is not None
-        return Catalog.open(self.warehouse, **self.storage_options)
+        return Catalog.open(self.warehouse, create=create, **self.storage_options)
 
     def open_table(self) -> Table:
         """The table with its dynamic options applied.

@@ -53,7 +53,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from paimon_core import options as opts
 from paimon_core.compact import precommit_compact
-from paimon_core.errors import ConfigError, SchemaError, TableNotFoundError
+from paimon_core.errors import ConfigError, SchemaError, TableNotFoundError, WarehouseNotFoundError
 from paimon_core.manifest import IndexFileMeta
 from paimon_core.schema import SchemaManager
 from paimon_core.schema_change import SchemaChange, apply_changes, widening_refusal
@@ -344,12 +344,13 @@ def _ensure_table(config: SourceConfig, schema: StructType) -> tuple[Table, Writ
     data_schema = StructType([f for f in schema.fields if f.name != row_kinds])
     try:
         table = config.open_table()
-    except TableNotFoundError:
+    except (TableNotFoundError, WarehouseNotFoundError):
         if config.is_path:
             raise TableNotFoundError(
                 f"{config.location}: create the table first, or write to it by identifier with a warehouse"
             ) from None
-        catalog = config.catalog_handle()
+        # As Paimon's Spark writes do: a write by identifier creates what it needs, the warehouse included.
+        catalog = config.catalog_handle(create=True)
         database = config.location.rpartition(".")[0] or "default"
         catalog.create_database(database, exist_ok=True)
         creation = {k: v for k, v in config.table_options.items() if not k.startswith(("scan.", "consumer"))}

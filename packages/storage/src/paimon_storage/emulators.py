@@ -18,7 +18,7 @@ Example::
 
     with S3Emulator() as s3:
         s3.create_bucket("warehouse")
-        catalog = Catalog.open("s3://warehouse/wh", **s3.options())
+        catalog = Catalog.open("s3://warehouse/wh", create=True, **s3.options())
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ def create_table(
     """Create ``bench.events`` (partitioned by ``p``) in the warehouse; returns the table."""
     from paimon_core import Catalog
 
-    catalog = Catalog.open(warehouse, **options)
+    catalog = Catalog.open(warehouse, create=True, **options)
     catalog.create_database("bench", exist_ok=True)
     return catalog.create_table(TABLE, SCHEMA, partition_keys=["p"], options=dict(table_options or {}))
 

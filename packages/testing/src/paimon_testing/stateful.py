@@ -405,7 +405,7 @@ class ConcurrentCommits(RuleBasedStateMachine):
         self.partitions: list[str | None] = []
         self.next_row = 0
         self.warehouse = self.make_warehouse()
-        catalog = Catalog.open(self.warehouse)
+        catalog = Catalog.open(self.warehouse, create=True)
         catalog.create_database("db", exist_ok=True)
         clean = catalog.create_table("db.t", SCHEMA, partition_keys=["p"], options=self.table_options)
         self.checker = clean  # reads through the undisturbed backend

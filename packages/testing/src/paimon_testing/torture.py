@@ -298,7 +298,7 @@ def shared_catalog(warehouse: str, options: dict[str, str]) -> Catalog:
     """
     if Capability.CROSS_PROCESS not in get_backend(warehouse, options).capabilities:
         raise ValueError(f"{warehouse}: the torture test needs storage shared between processes")
-    catalog = Catalog.open(warehouse, **options)
+    catalog = Catalog.open(warehouse, create=True, **options)
     catalog.create_database("torture", exist_ok=True)
     return catalog
 

@@ -105,7 +105,7 @@ def run_compaction_torture(
     that many live files remain (within ``timeout_s``): a busy machine slows the compactor, not the check.
     """
     started = time.monotonic()
-    catalog = Catalog.open(warehouse)
+    catalog = Catalog.open(warehouse, create=True)
     catalog.create_database("torture", exist_ok=True)
     table = catalog.create_table(_TABLE, SCHEMA, partition_keys=["p"], options=_OPTIONS)
     stop_file = str(Path(tempfile.mkdtemp(prefix="paimon-compaction-torture-")) / "stop")

@@ -21,6 +21,7 @@ lock (``lock.enabled``): see :class:`CommitLock` and the ``paimon.lock`` entry-p
 
 from __future__ import annotations
 
+from paimon_core.storage._errors import ErrorTranslatingBackend, RedactedCause, Redactor, unwrap
 from paimon_core.storage._local import LocalBackend
 from paimon_core.storage._lock import (
     LOCK_ENTRY_POINT_GROUP,
@@ -75,6 +76,7 @@ __all__ = [
     "BackendSpec",
     "Capability",
     "CommitLock",
+    "ErrorTranslatingBackend",
     "FileInfo",
     "LocalBackend",
     "LockAcquireTimeoutError",
@@ -83,6 +85,8 @@ __all__ = [
     "LockRegistry",
     "LockSpec",
     "MemoryBackend",
+    "RedactedCause",
+    "Redactor",
     "StorageBackend",
     "StorageHookSpecs",
     "StorageRegistry",
@@ -102,6 +106,7 @@ __all__ = [
     "path_name",
     "set_default_lock_registry",
     "set_default_registry",
+    "unwrap",
     "uri_authority",
     "uri_scheme",
 ]

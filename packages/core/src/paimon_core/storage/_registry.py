@@ -16,9 +16,10 @@ from types import ModuleType
 
 import pluggy
 
-from paimon_core.errors import ConfigError, StorageBackendNotFound, StorageError
+from paimon_core.errors import ConfigError, PaimonError, StorageBackendNotFound, StorageError
 from paimon_core.options import close_matches
 from paimon_core.storage import _local, _memory
+from paimon_core.storage._errors import ErrorTranslatingBackend, Redactor, storage_error
 from paimon_core.storage._paths import uri_authority, uri_scheme
 from paimon_core.storage._spec import (
     ENTRY_POINT_GROUP,
@@ -185,7 +186,9 @@ class StorageRegistry:
         return claims[0]
 
     def get_backend(self, uri: str, options: Mapping[str, str] | None = None) -> StorageBackend:
-        """The backend for ``uri`` (built by its spec's factory, then wrapped by plugins; cached).
+        """The backend for ``uri`` (built by its spec's factory, then wrapped by plugins; cached). Its failures
+        are :class:`~paimon_core.errors.StorageError` naming the call and the path, without credentials
+        (:class:`~paimon_core.storage.ErrorTranslatingBackend`).
 
         Backends are cached per spec, scheme, authority (``bucket`` in ``s3://bucket/k``) and the values of the
         options the spec reads (see :attr:`BackendSpec.option_prefixes`) and of options under ``storage.``.
@@ -203,10 +206,22 @@ class StorageRegistry:
             cached = self._cache.get(key)
         if cached is not None:
             return cached
-        backend = self._wrap(spec.factory(uri, options), spec, options)
+        backend = ErrorTranslatingBackend(
+            self._wrap(self._build(spec, uri, options), spec, options), spec.name, options
+        )
         logger.debug("storage backend %s for %s: %r", spec.name, uri, backend)
         with self._lock:
             return self._cache.setdefault(key, backend)
+
+    @staticmethod
+    def _build(spec: BackendSpec, uri: str, options: Mapping[str, str]) -> StorageBackend:
+        try:
+            return spec.factory(uri, options)
+        except PaimonError:
+            raise
+        except Exception as exc:
+            failure = exc
+        raise storage_error(failure, f"{spec.name}: cannot set up storage for", uri, Redactor.of(options))
 
     def _wrap(self, backend: StorageBackend, spec: BackendSpec, options: Mapping[str, str]) -> StorageBackend:
         # The hook is chained by hand: pluggy would give every implementation the same unwrapped backend.

@@ -24,7 +24,7 @@ from paimon_core.deletionvectors import DeletionVector, read_deletion_vectors
 from paimon_core.errors import DataFileError, PaimonError, SchemaError
 from paimon_core.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexFileMeta
 from paimon_core.predicate import Predicate
-from paimon_core.storage import LocalBackend, join_path, local_path
+from paimon_core.storage import LocalBackend, join_path, local_path, unwrap
 from paimon_core.table._compacted_changelog import open_changelog_slice
 from paimon_core.table._pushdown import RowGroupFilter, compile_mask, rows_of_groups
 from paimon_core.table._scan import DataSplit, explain_missing
@@ -106,7 +106,7 @@ class TableRead:
             # Local files are read natively by Arrow (no Python file object in the hot path); a slice of a
             # compacted changelog file through a window on it.
             source = open_changelog_slice(storage, path)
-            if source is None and not isinstance(storage, LocalBackend):
+            if source is None and not isinstance(unwrap(storage), LocalBackend):
                 source = storage.open_input(path)
             parquet = pq.ParquetFile(
                 source if source is not None else local_path(path), buffer_size=buffer_size

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from paimon_core import options as opts
 from paimon_core.binary_row import EMPTY_ROW, serialize_row
 from paimon_core.bucket import assign_buckets
-from paimon_core.errors import DataFileError, PaimonError
+from paimon_core.errors import DataFileError, PaimonError, StorageError
 from paimon_core.manifest import DataFileMeta, SimpleStats, local_wall_clock_millis
 from paimon_core.partition import partition_path
 from paimon_core.stats import StatsCollector
@@ -160,10 +160,14 @@ class DataFileWriter:
         try:
             stream = table.storage.open_output(path)
         except OSError as exc:
-            if isinstance(exc, PaimonError):
+            # The store's own error (an OSError) under the StorageError that names the call.
+            cause = (
+                exc.__cause__ if isinstance(exc, StorageError) and isinstance(exc.__cause__, OSError) else exc
+            )
+            if isinstance(cause, PaimonError):
                 raise
             # e.g. a partition value too long for a file name: say which file, without repeating the path
-            reason = exc.strerror or (str(exc) if len(str(exc)) < 500 else type(exc).__name__)
+            reason = cause.strerror or (str(cause) if len(str(cause)) < 500 else type(cause).__name__)
             shown = path if len(path) <= 300 else f"{path[:150]}...{path[-100:]}"
             raise DataFileError(f"cannot create data file {shown}: {reason}", path) from exc
         file_schema = self.layout.file_schema if self.layout is not None else table.arrow_schema
