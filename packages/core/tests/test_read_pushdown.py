@@ -665,3 +665,31 @@ def test_codec_and_dictionary_options(catalog: Catalog) -> None:
         catalog.create_table("db.bad", SEQUENTIAL, options={"parquet.enable.dictionary#id": "yes"})
     with pytest.raises(ConfigError, match=r"parquet\.block\.size"):
         catalog.create_table("db.bad", SEQUENTIAL, options={"parquet.block.size": "0"})
+
+
+def test_data_files_carry_a_page_index(catalog: Catalog) -> None:
+    # parquet-java writes a column index and an offset index for every column chunk; so do we, for readers
+    # that skip pages by them (pyarrow's cannot: docs/reads.md).
+    small_pages = {"parquet.page.size": "4 kb", "parquet.block.size": "64 kb"}
+    for table in (
+        catalog.create_table("db.append_pi", SEQUENTIAL, options={"write-only": "true", **small_pages}),
+        catalog.create_table(
+            "db.pk_pi", SEQUENTIAL, primary_keys=["id"], options={"bucket": "1", **small_pages}
+        ),
+    ):
+        table.append(sequential(0, 30_000))
+        for path in data_files(table):
+            meta = metadata(path)
+            chunks = [
+                meta.row_group(g).column(c)
+                for g in range(meta.num_row_groups)
+                for c in range(meta.num_columns)
+            ]
+            assert meta.num_row_groups > 1
+            assert all(chunk.has_column_index and chunk.has_offset_index for chunk in chunks), path
+
+
+def test_page_index_truncation_is_refused(catalog: Catalog) -> None:
+    # pyarrow writes the page index's min/max values whole: a truncation length cannot be honoured.
+    with pytest.raises(ConfigError, match=r"parquet\.columnindex\.truncate\.length.*truncate"):
+        catalog.create_table("db.bad", SEQUENTIAL, options={"parquet.columnindex.truncate.length": "64"})

@@ -313,6 +313,18 @@ PARQUET_DICTIONARY_PAGE_SIZE: Option[int] = _declare(
 PARQUET_ENABLE_DICTIONARY: Option[bool] = _declare(
     Option("parquet.enable.dictionary", parse_bool, True, "Dictionary-encode Parquet columns.")
 )
+# Data files always carry a page index (column and offset indexes), as parquet-java writes them.
+PARQUET_COLUMN_INDEX_TRUNCATE_LENGTH: Option[int | None] = _declare(
+    Option(
+        "parquet.columnindex.truncate.length",
+        _optional(int),
+        None,
+        "Not supported: parquet-java cuts the binary min/max values of its page index to this many bytes "
+        "(64 by default); pyarrow writes them whole and cannot cut them.",
+        check=lambda v: False,
+        check_doc="pyarrow writes the page index's min/max values whole and cannot truncate them",
+    )
+)
 
 # --- compaction ---
 COMPACTION_MIN_FILE_NUM: Option[int] = _declare(

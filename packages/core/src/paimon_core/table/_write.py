@@ -271,6 +271,9 @@ def parquet_writer_options(options: opts.Options) -> dict[str, Any]:
         "data_page_size": options.get_option(opts.PARQUET_PAGE_SIZE),
         "dictionary_pagesize_limit": options.get_option(opts.PARQUET_DICTIONARY_PAGE_SIZE),
         "data_page_version": "2.0" if version in ("v2", "parquet_2_0") else "1.0",
+        # A page index (column and offset indexes), as parquet-java writes, for readers that skip pages by
+        # it (pyarrow's cannot: docs/reads.md).
+        "write_page_index": True,
     }
     if _LIMITS_PAGE_ROWS:
         arguments["max_rows_per_page"] = options.get_option(opts.PARQUET_PAGE_ROW_COUNT_LIMIT)
