@@ -52,6 +52,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from paimon_core._gc import gc_paused
 from paimon_core.binary_row import codec_for
 from paimon_core.manifest._avro import decode_entries
 from paimon_core.manifest._entry import (
@@ -117,7 +118,8 @@ def merge_manifests(
     """
     merge = _Merge(ctx, list(metas), new_name or ManifestNamer())
     try:
-        return merge.run()
+        with gc_paused():  # records on the move are many and short-lived; none forms a cycle
+            return merge.run()
     except BaseException:
         merge.abort()
         raise

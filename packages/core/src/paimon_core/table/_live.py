@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
+from paimon_core._gc import gc_paused
 from paimon_core.errors import CorruptMetadataError
 from paimon_core.manifest import FileIdentifier, FileKind, ManifestEntry
 from paimon_core.snapshot import Snapshot
@@ -105,7 +106,8 @@ class LiveFileIndex:
             if cached is not None and cached.id < snapshot.id <= cached.id + _MAX_DELTAS:
                 files = self._advance(cached, snapshot)
             if files is None:
-                files = _LiveView({e.identifier(): e for e in live_entries(self._table, snapshot)})
+                with gc_paused():
+                    files = _LiveView({e.identifier(): e for e in live_entries(self._table, snapshot)})
             self._snapshot, self._files = snapshot, files
             return files
 

@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from paimon_core import options as opts
+from paimon_core._gc import gc_paused
 from paimon_core.binary_row import deserialize_row
 from paimon_core.errors import CorruptMetadataError, PaimonError, SchemaError
 from paimon_core.manifest import (
@@ -71,6 +72,13 @@ def read_entries(
     table: Table, metas: Sequence[ManifestFileMeta], predicate: Predicate | None = None
 ) -> list[ManifestEntry]:
     """Read the entries of ``metas`` (in order), pruning manifests and entries by partition."""
+    with gc_paused():  # many objects, all kept: collections on the way would only walk them again
+        return _read_entries(table, metas, predicate)
+
+
+def _read_entries(
+    table: Table, metas: Sequence[ManifestFileMeta], predicate: Predicate | None
+) -> list[ManifestEntry]:
     pruner = _PartitionPruner(table, predicate)
     wanted = [m for m in metas if pruner.manifest_may_match(m)]
 
@@ -120,7 +128,8 @@ def live_entries(
     if snapshot is None:
         return []
     try:
-        merged = merge_entries(read_entries(table, manifest_metas(table, snapshot), predicate))
+        with gc_paused():
+            merged = merge_entries(read_entries(table, manifest_metas(table, snapshot), predicate))
     except CorruptMetadataError as exc:
         raise explain_missing(table, snapshot.id, exc) from exc
     return [e for e in merged if e.kind == FileKind.ADD]
@@ -349,7 +358,8 @@ class TableScan:
     def plan(self) -> list[DataSplit]:
         if self.snapshot is None:
             return []
-        return make_splits(self.table, self.snapshot.id, self.files())
+        with gc_paused():
+            return make_splits(self.table, self.snapshot.id, self.files())
 
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
         """The scan's rows (its splits read with its filter) as an Arrow C stream (the PyCapsule interface)."""
