@@ -179,33 +179,30 @@ def test_page(page: Path, tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def spark_session() -> Iterator[Any]:
-    """The session the pages' ``SparkSession.builder...getOrCreate()`` finds (starting one costs seconds)."""
+def spark_environment() -> Iterator[None]:
+    """What the pages' ``SparkSession.builder...getOrCreate()`` needs; the session they start is stopped last."""
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         pytest.fail("Spark needs Java 17: put java on PATH or set JAVA_HOME")
+    # Executors must run this interpreter (with pyarrow), not the system's.
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    yield
     from pyspark.sql import SparkSession
 
-    session = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "1g")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    session = SparkSession.getActiveSession()
+    if session is not None:
+        session.stop()
 
 
 @pytest.mark.docs_spark
 @pytest.mark.parametrize("page", _pages_needing("spark"), ids=_ids(_pages_needing("spark")))
-def test_page_on_spark(page: Path, tmp_path: Path, spark_session: Any) -> None:
+def test_page_on_spark(page: Path, tmp_path: Path, spark_environment: None) -> None:
     try:
         run_blocks([b for b in runnable(page) if b.needs in (None, "spark")], tmp_path)
     finally:
-        for query in spark_session.streams.active:
+        from pyspark.sql import SparkSession
+
+        session = SparkSession.getActiveSession()
+        for query in session.streams.active if session is not None else ():
             query.stop()
 
 
