@@ -337,6 +337,28 @@ def test_bucketed_dedicated_job_full_compaction(catalog: Catalog) -> None:
     assert ids(table) == list(range(400))
 
 
+def test_compaction_tasks_share_their_reading_threads(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A bucket's task of a few small files must not start threads of its own to read them ahead.
+    table = catalog.create_table("db.b", SCHEMA, options={**SMALL, "bucket": "8", "bucket-key": "id"})
+    for start in range(0, 600, 100):
+        table.append(rows(start, 100))
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def counted(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", counted)
+    compact_table(table, progress=False, parallelism=2)
+    assert len(table.live_entries()) == 8
+    assert ids(table) == list(range(600))
+    readers = [name for name in started if name.startswith("paimon-compact-read")]
+    assert len(readers) <= 4, readers  # one shared pool, however many tasks
+
+
 def delta_adds(table: Any, snapshot: Any) -> list[Any]:
     """The files a snapshot's delta manifests add."""
     entries = read_entries(table, manifest_metas(table, snapshot, delta_only=True))

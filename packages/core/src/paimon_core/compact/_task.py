@@ -10,6 +10,7 @@ manifest entries' files) and ``compact_after`` = the outputs; a committer turns 
 from __future__ import annotations
 
 import logging
+import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -30,6 +31,8 @@ logger = logging.getLogger(__name__)
 
 _PREFETCH_BYTES = 64 << 20  # compressed input bytes read ahead of the writer
 _READ_THREADS = 4
+_read_pool: ThreadPoolExecutor | None = None
+_read_pool_lock = threading.Lock()
 # Encode a row group once this much is buffered, so writing overlaps the reads of the next inputs.
 _FLUSH_BYTES = 16 << 20
 
@@ -65,17 +68,31 @@ class CompactTask:
         )
 
 
+def _reader_threads() -> ThreadPoolExecutor:
+    """Threads that read compaction inputs ahead, shared by all tasks of the process: a task of a few small
+    files (a bucket's) should not pay for starting threads, and tasks running side by side share the CPUs
+    anyway. Nothing running on them waits for this pool."""
+    global _read_pool
+    with _read_pool_lock:
+        if _read_pool is None:
+            _read_pool = ThreadPoolExecutor(
+                max_workers=_READ_THREADS, thread_name_prefix="paimon-compact-read"
+            )
+        return _read_pool
+
+
 def read_files(
     table: Table, partition: bytes, bucket: int, files: Sequence[DataFileMeta]
 ) -> Iterator[pa.Table]:
     """The contents of ``files`` in order (current schema), read ahead on a few threads."""
     split = DataSplit(0, partition, bucket, table.bucket_dir(partition, bucket), tuple(files))
     read = TableRead(table)
-    with ThreadPoolExecutor(max_workers=_READ_THREADS, thread_name_prefix="paimon-compact-read") as pool:
-        pending: deque[tuple[Future[pa.Table], int]] = deque()
-        in_flight = 0
-        upcoming = iter(files)
-        exhausted = False
+    pool = _reader_threads()
+    pending: deque[tuple[Future[pa.Table], int]] = deque()
+    in_flight = 0
+    upcoming = iter(files)
+    exhausted = False
+    try:
         while True:
             while not exhausted and (not pending or in_flight < _PREFETCH_BYTES):
                 file = next(upcoming, None)
@@ -89,6 +106,9 @@ def read_files(
             future, size = pending.popleft()
             in_flight -= size
             yield future.result()
+    finally:
+        for future, _ in pending:  # a task that failed (or stopped reading) leaves nothing queued behind
+            future.cancel()
 
 
 def _new_writer(
