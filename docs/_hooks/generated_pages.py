@@ -1,8 +1,10 @@
-"""MkDocs hook: pages generated from the code, so they cannot drift from it.
+"""MkDocs hook: pages generated from the code, so they cannot drift from it, and a nav that lists every page.
 
-- ``reference/cli.md``: the help of every command and subcommand of ``paimon`` and ``paimon-spark``, as
+- ``reference/cli.md``: the help of every command and subcommand of ``paimon-py`` and ``paimon-spark``, as
   their argparse parsers print it.
 - ``reference/options.md``: every table option declared in ``paimon_core.options``, with its default.
+- A page of ``docs/`` that ``mkdocs.yml``'s nav leaves out joins the nav section of its folder (top-level
+  pages: the design notes), so a new page is never only reachable by search.
 """
 
 from __future__ import annotations
@@ -21,6 +23,39 @@ from mkdocs.structure.files import File, Files
 ROOT = Path(__file__).resolve().parents[2]
 # argparse wraps help to the terminal width; a fixed width keeps the page the same on every machine.
 HELP_WIDTH = "100"
+
+
+# Where a page missing from the nav goes, by its folder under docs/.
+SECTION_OF_FOLDER = {
+    "how-to": "How-to guides",
+    "spark": "Spark",
+    "reference": "Reference",
+    "": "Design and format notes",
+}
+
+
+def _nav_pages(items: Any) -> Iterator[str]:
+    for item in items if isinstance(items, list) else [items]:
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            for value in item.values():
+                yield from _nav_pages(value)
+
+
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    nav = config.nav or []
+    listed = set(_nav_pages(nav))
+    docs = Path(config.docs_dir)
+    for page in sorted(docs.rglob("*.md")):
+        path = page.relative_to(docs).as_posix()
+        folder = path.rpartition("/")[0]
+        if path in listed or folder.startswith("_hooks"):
+            continue
+        section = SECTION_OF_FOLDER.get(folder.split("/")[0], SECTION_OF_FOLDER[""])
+        entries = next(item[section] for item in nav if isinstance(item, dict) and section in item)
+        entries.append(path)  # titled by the page's first heading
+    return config
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
