@@ -78,22 +78,27 @@ class Catalog:
         return {k: v for k, v in self.options.items() if opts.known_option(k) is not None}
 
     @classmethod
-    def open(cls, uri: str, *, create: bool = False, **options: Any) -> Catalog:
+    def open(cls, uri: str, **options: Any) -> Catalog:
         """Open the catalog of the warehouse at ``uri``; options are storage settings (``s3.endpoint``...) and
         table options every table gets (``commit.*``, ``lock.*``...).
 
-        A mistyped path must not become a new, empty warehouse: the warehouse has to exist unless ``create``
-        is true (then it is created with its parents, and an existing one is opened as it is).
+        A mistyped path must not become a new, empty warehouse: the warehouse has to exist unless
+        ``create=True`` is given (then it is created with its parents, and an existing one is opened as it is).
+        ``create`` is taken out of the options rather than declared, so that ``**options`` built as a
+        ``dict[str, str]`` type-checks.
 
         Raises:
-            WarehouseNotFoundError: the warehouse does not exist and ``create`` is false.
+            WarehouseNotFoundError: the warehouse does not exist and ``create`` is not true.
             CatalogError: the warehouse is a file.
             ConfigError: a key is a near miss of a Paimon or storage option, or the storage backend refuses a
-                key under its prefixes.
+                key under its prefixes; ``create`` is not a bool.
         """
+        create = options.pop("create", False)
+        if not isinstance(create, bool):
+            raise ConfigError(f"create must be True or False, got {create!r}", "create")
         string_options = {k: str(v) for k, v in options.items()}
         for key in string_options:
-            check_option_key(key)
+            check_option_key(key, ("create",))
         storage = get_backend(uri, string_options)
         _open_warehouse(storage, uri, create)
         return cls(uri, storage, string_options)

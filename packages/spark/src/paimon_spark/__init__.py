@@ -27,6 +27,7 @@ from pyspark.sql import SparkSession
 
 from paimon_spark._compact import SparkRunner, compact, compact_database
 from paimon_spark._consolidate import SplitKeyError
+from paimon_spark._errors import RemotePaimonError, paimon_error, paimon_errors
 from paimon_spark._merge import MergeCardinalityError, MergeSummary, merge_into
 from paimon_spark._options import SPARK_OVERWRITE_MODE_CONF, SourceConfig, conf_dynamic_options
 from paimon_spark._procedures import register_procedures
@@ -41,6 +42,7 @@ __all__ = [
     "MergeCardinalityError",
     "MergeSummary",
     "PaimonDataSource",
+    "RemotePaimonError",
     "SourceConfig",
     "SparkRunner",
     "SplitKeyError",
@@ -54,6 +56,8 @@ __all__ = [
     "from_spark_schema",
     "from_spark_type",
     "merge_into",
+    "paimon_error",
+    "paimon_errors",
     "register",
     "register_procedures",
     "to_spark_schema",
@@ -110,6 +114,7 @@ def register(spark: SparkSession) -> type[PaimonDataSource]:
     return source
 
 
+@paimon_errors()
 def create_temp_view(spark: SparkSession, view: str, table: str, **options: Any) -> None:
     """``CREATE OR REPLACE TEMPORARY VIEW <view> USING paimon OPTIONS (table ..., ...)``.
 

@@ -41,6 +41,7 @@ from paimon_core.compact import compact_database as core_compact_database
 from paimon_core.compact._job import MODES
 from paimon_core.errors import ConfigError
 from paimon_core.table import CommitMessage, Table
+from paimon_spark._errors import paimon_errors
 from paimon_spark._types import to_spark_type
 
 __all__ = [
@@ -146,6 +147,7 @@ def _stop_event(stop: threading.Event | None) -> threading.Event:
     return stop if stop is not None else threading.Event()
 
 
+@paimon_errors()
 def compact(
     spark: SparkSession,
     *,
@@ -222,6 +224,7 @@ def compact(
     return job.run(_stop_event(stop), poll_interval=poll_interval, max_rounds=max_rounds)
 
 
+@paimon_errors()
 def compact_database(
     spark: SparkSession,
     *,

@@ -51,6 +51,7 @@ from paimon_core.manifest import DataFileMeta
 from paimon_core.table import CommitMessage, DataSplit, Table
 from paimon_core.table.mergetree import DELETE, INSERT, UPDATE_AFTER
 from paimon_spark._compact import parse_options
+from paimon_spark._errors import paimon_errors
 from paimon_spark._options import SourceConfig
 from paimon_spark._prune import is_column, partition_filter, top_level_chars
 from paimon_spark._source import _abort, _write_task
@@ -127,6 +128,7 @@ class _Plan:
     computed_keys: bool = False  # upserts may compute a primary key (checked to equal the row's own)
 
 
+@paimon_errors()
 def merge_into(
     spark: SparkSession,
     *,

@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 
 from paimon_core.catalog import split_identifier
 from paimon_core.errors import ConfigError
+from paimon_spark._errors import paimon_errors
 from paimon_spark._merge import (
     ACTION_COLUMN,
     SOURCE_COLUMN,
@@ -40,6 +41,7 @@ from paimon_spark._prune import partition_filter
 __all__ = ["delete_from", "update"]
 
 
+@paimon_errors()
 def delete_from(
     spark: SparkSession,
     *,
@@ -74,6 +76,7 @@ def delete_from(
     return _run(spark, "delete_from", warehouse, table, actions, catalog_conf, options)
 
 
+@paimon_errors()
 def update(
     spark: SparkSession,
     *,

@@ -33,6 +33,7 @@ from paimon_core.errors import ConfigError
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_core.table import CommitMessage, Table, TableCommit
 from paimon_core.table.mergetree import INSERT
+from paimon_spark._errors import paimon_errors
 from paimon_spark._options import SPARK_OVERWRITE_MODE_CONF, SourceConfig
 from paimon_spark._source import (
     WriteInput,
@@ -53,6 +54,7 @@ _OUTPUT_MODES = ("append", "update", "complete")
 _QUERY_ID = "sql.streaming.queryId"
 
 
+@paimon_errors()
 def write(
     df: DataFrame,
     table: str,
