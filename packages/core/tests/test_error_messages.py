@@ -17,6 +17,7 @@ from paimon_core.errors import (
     StorageFileNotFoundError,
     StorageNotADirectoryError,
     StoragePermissionError,
+    error_line,
 )
 from paimon_core.storage import (
     BackendSpec,
@@ -223,3 +224,8 @@ def test_the_cli_prints_a_storage_failure_as_one_line(capsys: pytest.CaptureFixt
         "chatty: cannot list chatty://box/wh/broken/schema: SdkError: request to "
         "https://account.blob.core.windows.net/box/broken?sv=2024&sig=*** failed; auth: key=***"
     )
+
+
+def test_error_lines_join_a_multi_line_message() -> None:
+    assert error_line(PaimonError("first\n  second\n\nthird\n")) == "first second third"
+    assert error_line(PaimonError()) == "PaimonError"

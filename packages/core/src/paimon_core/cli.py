@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from paimon_core.catalog import check_option_key
-from paimon_core.errors import PaimonError
+from paimon_core.errors import PaimonError, error_line
 from paimon_core.options import known_option
 from paimon_core.table import SystemTable, Table, open_table, split_system_name
 
@@ -379,7 +379,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 _print_info(details)
     except PaimonError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {error_line(exc)}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         # The reader went away (``paimon-py read ... | head``): stop quietly, and keep Python's final flush of

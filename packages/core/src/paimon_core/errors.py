@@ -14,6 +14,11 @@ class PaimonError(Exception):
     """Root of all errors raised by the Paimon packages."""
 
 
+def error_line(error: BaseException) -> str:
+    """An error's message on one line, as command lines print it."""
+    return " ".join(line.strip() for line in str(error).splitlines() if line.strip()) or type(error).__name__
+
+
 class PaimonWarning(UserWarning):
     """Root of all warnings issued by the Paimon packages."""
 

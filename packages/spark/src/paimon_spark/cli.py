@@ -175,7 +175,7 @@ def _session(master: str | None, action: str) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import paimon_spark
-    from paimon_core.errors import PaimonError
+    from paimon_core.errors import PaimonError, error_line
 
     spark = _session(args.master, args.action)
     spark.sparkContext.setLogLevel("WARN")
@@ -233,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not summaries:
                 print("no table matched")
     except PaimonError as exc:
-        print(f"paimon-spark: error: {exc}", file=sys.stderr)
+        print(f"paimon-spark: error: {error_line(exc)}", file=sys.stderr)
         return 1
     finally:
         spark.stop()
