@@ -13,6 +13,7 @@ from paimon_core import Catalog, WarehouseNotFoundError
 from paimon_core.cli import main
 from paimon_core.errors import (
     CatalogError,
+    PaimonError,
     StorageError,
     StorageFileNotFoundError,
     StorageNotADirectoryError,
