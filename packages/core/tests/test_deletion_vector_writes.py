@@ -106,7 +106,7 @@ def _check_invariants(table: Table) -> None:
         if entry.file.level == 0:
             continue
         path = join_path(table.bucket_dir(entry.partition, entry.bucket), entry.file.file_name)
-        keys = pq.read_table(path, columns=["_KEY_k"]).column(0).to_pylist()
+        keys = pq.read_table(path, columns=["_KEY_k"], partitioning=None).column(0).to_pylist()
         vector = vectors.get((entry.partition, entry.bucket), {}).get(entry.file.file_name)
         if vector is not None:
             assert int(vector.positions.max(initial=-1)) < entry.file.row_count
