@@ -59,8 +59,9 @@ PACKAGES = (
     Package("storage", "paimon-storage", siblings=("core",), extras="s3,gcs,azure,postgres"),
     Package("testing", "paimon-testing", siblings=("core",)),
     # pyspark is a ~450 MB sdist (about a minute to build once; cached afterwards). PySpark 4.3 warns under
-    # pandas 3, and the warning is an error in our pytest config.
-    Package("spark", "paimon-spark", siblings=("core",), test_extras=("pandas<3",)),
+    # pandas 3, and the warning is an error in our pytest config. The connect extra: the tests run a suite
+    # over a Spark Connect server they start in their own Spark.
+    Package("spark", "paimon-spark", siblings=("core",), extras="connect", test_extras=("pandas<3",)),
 )
 BY_DIR = {p.dir: p for p in PACKAGES}
 

@@ -5,10 +5,15 @@ import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 SPARK_TESTS = Path(__file__).parent
+# Set by pyspark when a Spark Connect session is made: from then on pyspark.sql.functions build Connect
+# columns, in the whole process. The tests run classic and Connect sessions in one process, so it is set
+# only while a test uses the Connect session.
+CONNECT_MODE = "SPARK_CONNECT_MODE_ENABLED"
 
 
 @pytest.fixture(scope="session")
@@ -30,12 +35,56 @@ def spark() -> Iterator[object]:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "1g")
+        # For the Spark Connect server the connect_spark fixture starts in this JVM: any free port.
+        .config("spark.connect.grpc.binding.address", "127.0.0.1")
+        .config("spark.connect.grpc.binding.port", "0")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
     paimon_spark.register(session)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_spark(spark: Any) -> Iterator[object]:
+    """A Spark Connect session, on a Connect server started in the JVM of the ``spark`` fixture.
+
+    The server is Spark's own (the service ``start-connect-server.sh`` runs), started once per run in
+    well under a second; a server process of its own would cost another JVM start and its memory. The
+    client talks to it over gRPC like any remote client: it has no ``SparkContext``, and everything it
+    runs on executors is pickled and sent as a remote client's would be.
+    """
+    from pyspark.sql import SparkSession
+
+    import paimon_spark
+
+    jvm = spark._jvm
+    service = jvm.org.apache.spark.sql.connect.service.SparkConnectService
+    service.start(spark._jsc.sc())
+    port = getattr(getattr(jvm.org.apache.spark.sql.connect.service, "SparkConnectService$"), "MODULE$")
+    remote = SparkSession.builder.remote(f"sc://127.0.0.1:{port.localPort()}").create()
+    try:
+        paimon_spark.register(remote)
+    finally:
+        os.environ.pop(CONNECT_MODE, None)
+    yield remote
+    os.environ[CONNECT_MODE] = "1"
+    try:
+        remote.stop()
+    finally:
+        os.environ.pop(CONNECT_MODE, None)
+        service.stop(jvm.scala.Option.empty(), jvm.scala.Option.empty())
+
+
+@pytest.fixture(params=["classic", "connect"])
+def any_spark(request: pytest.FixtureRequest, spark: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The classic session, then the Spark Connect one: a test taking it runs once with each."""
+    if request.param == "classic":
+        return spark
+    remote = request.getfixturevalue("connect_spark")
+    monkeypatch.setenv(CONNECT_MODE, "1")
+    return remote
 
 
 @pytest.fixture

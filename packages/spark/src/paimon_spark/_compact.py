@@ -1,8 +1,9 @@
 """Compaction on Spark: the dedicated compaction job with its tasks run by Spark executors.
 
 The driver plans with :class:`paimon_core.compact.CompactJob` (the unaware-bucket coordinator, per-bucket
-rules, or sort compaction), ships the picklable tasks to executors with ``sc.parallelize(tasks, n)``, collects
-the picklable commit messages and commits them as one COMPACT snapshot on the driver. Lost races with other
+rules, or sort compaction), ships the picklable tasks to executors in a DataFrame job (``mapInArrow``, so it
+runs over Spark Connect too), collects the picklable commit messages and commits them as one COMPACT
+snapshot on the driver. Lost races with other
 compactions or overwrites are re-planned by the job; concurrent appends never conflict.
 
 Python API (Paimon's argument names)::
@@ -42,6 +43,7 @@ from paimon_core.compact._job import MODES
 from paimon_core.errors import ConfigError
 from paimon_core.table import CommitMessage, Table
 from paimon_spark._errors import paimon_errors
+from paimon_spark._tasks import default_parallelism, describe_jobs, run_groups
 from paimon_spark._types import to_spark_type
 
 __all__ = [
@@ -57,37 +59,32 @@ logger = logging.getLogger(__name__)
 
 
 class SparkRunner:
-    """Runs compaction tasks on Spark executors: ``sc.parallelize(tasks, n).map(task.run)``.
+    """Runs compaction tasks on Spark executors, in groups of tasks, one Spark task per group.
 
     Args:
-        spark: the session (the driver side).
-        parallelism: Spark partitions per round; by default one per task up to
-            ``sc.defaultParallelism`` times 4 (small tasks balance better across executors).
+        spark: the session (the driver side), classic or Spark Connect.
+        parallelism: Spark tasks per round; by default one per compaction task, up to Spark's default
+            parallelism times 4 (small tasks balance better across executors).
     """
 
     def __init__(self, spark: SparkSession, parallelism: int | None = None) -> None:
         self.spark = spark
         self.parallelism = parallelism
+        self._default_slots: int | None = None  # asked once: over Spark Connect it costs a small job
 
     def __call__(self, table: Table, tasks: Sequence[CompactionTask]) -> Iterator[CommitMessage]:
         if not tasks:
             return iter(())
-        sc = self.spark.sparkContext
-        slots = self.parallelism or max(1, sc.defaultParallelism) * 4
+        if self.parallelism is None and self._default_slots is None:
+            self._default_slots = default_parallelism(self.spark) * 4
+        slots = self.parallelism or self._default_slots or 1
         partitions = max(1, min(len(tasks), slots))
-        # Largest first, dealt round-robin: one group per Spark partition, none gets all the big tasks.
+        # Largest first, dealt round-robin: one group per Spark task, none gets all the big tasks.
         ordered = sorted(tasks, key=lambda t: t.input_bytes, reverse=True)
         dealt = [ordered[i::partitions] for i in range(partitions)]
-        sc.setJobDescription(f"paimon compact {table.identifier}: {len(tasks)} tasks")
-        try:
+        with describe_jobs(self.spark, f"paimon compact {table.identifier}: {len(tasks)} tasks"):
             # The table handle pickles by location and options; executors re-open it.
-            messages: list[CommitMessage] = (
-                sc.parallelize(dealt, partitions)
-                .flatMap(lambda group: [run_task(table, task) for task in group])
-                .collect()
-            )
-        finally:
-            sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]  # clears it
+            messages = run_groups(self.spark, dealt, lambda task: run_task(table, task))
         return iter(messages)
 
 

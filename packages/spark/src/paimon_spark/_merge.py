@@ -31,7 +31,6 @@ import dataclasses
 import functools
 import logging
 import operator
-import pickle
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -54,7 +53,8 @@ from paimon_spark._compact import parse_options
 from paimon_spark._errors import paimon_errors
 from paimon_spark._options import SourceConfig
 from paimon_spark._prune import is_column, partition_filter, top_level_chars
-from paimon_spark._source import _abort, _write_task
+from paimon_spark._source import _abort, write_in_place
+from paimon_spark._tasks import default_parallelism
 from paimon_spark._types import to_spark_schema
 from paimon_spark._upsert import KIND_COLUMN, check_row_level, write_records
 
@@ -386,11 +386,7 @@ def _rewrite_files(plan: _Plan, touched: set[str]) -> list[CommitMessage]:
     # A kept row that several source rows matched (and none changed) appears once per match: once is enough.
     kept = joined.where(keep).dropDuplicates([FILE_COLUMN, ROW_COLUMN]).select(*output)
     result = kept.unionByName(joined.where(F.col(ACTION_COLUMN) == _INSERT).select(*output))
-    return [
-        message
-        for row in result.mapInArrow(_writer(plan.config), "message binary").collect()
-        for message in pickle.loads(row[0])
-    ]
+    return write_in_place(result, plan.config)
 
 
 # --- the arguments -------------------------------------------------------------------------------------------
@@ -590,17 +586,9 @@ def _target_frame(spark: SparkSession, table: Table, splits: Sequence[DataSplit]
                     out = pa.RecordBatch.from_arrays([*data.columns, names, positions], arrow_schema.names)
                     yield out if out.schema.equals(arrow_schema) else out.cast(arrow_schema, safe=False)
 
-    slots = max(1, min(len(work), spark.sparkContext.defaultParallelism * 2))
-    indexes = spark.createDataFrame([(i,) for i in range(len(work))], "i int").repartition(slots)
+    slots = max(1, min(len(work), default_parallelism(spark) * 2))
+    indexes = spark.range(0, len(work), 1, numPartitions=slots)  # each task reads a run of them
     return indexes.mapInArrow(read, schema)
-
-
-def _writer(config: SourceConfig) -> Any:
-    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        messages = _write_task(config, batches)
-        yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(messages)], pa.binary())], ["message"])
-
-    return write
 
 
 def _deleted_messages(table: Table, base_id: int | None, names: set[str]) -> list[CommitMessage]:

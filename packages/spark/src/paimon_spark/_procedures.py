@@ -30,7 +30,7 @@ counts before and after, files rewritten and written, COMPACT snapshots committe
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from pyspark.sql import SparkSession
 from pyspark.sql.functions import udtf
@@ -223,6 +223,6 @@ def register_procedures(
                 "__qualname__": f"register_procedures.<locals>.{base.__name__}",
             },
         )
-        function = udtf(procedure, returnType=schema)
-        assert isinstance(function, UserDefinedTableFunction)  # given a class, udtf wraps it at once
+        # Given a class, udtf wraps it at once (in Spark Connect's own wrapper over Spark Connect).
+        function = cast(UserDefinedTableFunction, udtf(procedure, returnType=schema))
         spark.udtf.register(name, function)

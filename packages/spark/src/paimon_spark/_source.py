@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
+from pyspark.sql import DataFrame
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
@@ -75,10 +76,11 @@ from paimon_core.types import from_arrow_type
 from paimon_spark._consolidate import consolidate, full_compaction_due
 from paimon_spark._filters import Term, to_terms
 from paimon_spark._options import SourceConfig
+from paimon_spark._tasks import RESULT_SCHEMA, collect_pickled, pickled_batch
 from paimon_spark._types import from_spark_schema, to_spark_schema
 from paimon_spark._upsert import KIND_COLUMN, kinds_of_text, write_kinds
 
-__all__ = ["ROW_KIND_COLUMN", "PaimonDataSource", "WriteInput"]
+__all__ = ["ROW_KIND_COLUMN", "PaimonDataSource", "WriteInput", "write_in_place"]
 
 logger = logging.getLogger(__name__)
 
@@ -263,6 +265,15 @@ def _write_task(
         raise
     finally:
         writer.close()
+
+
+def write_in_place(data: DataFrame, config: SourceConfig) -> list[CommitMessage]:
+    """Rows written into an append table by the Spark tasks that hold them; the messages of all the tasks."""
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        yield pickled_batch(_write_task(config, batches))
+
+    return collect_pickled(data.mapInArrow(write, RESULT_SCHEMA))
 
 
 def _with_kinds(batches: Iterator[pa.RecordBatch], plan: WriteInput) -> Iterator[pa.RecordBatch]:

@@ -24,7 +24,6 @@ each row its kind. The ``paimon`` data source's writers cannot shuffle; they wri
 from __future__ import annotations
 
 import functools
-import pickle
 from collections.abc import Iterator
 from typing import Any
 
@@ -40,6 +39,7 @@ from paimon_core.bucket import assign_buckets
 from paimon_core.errors import ConfigError, SchemaError
 from paimon_core.table import CommitMessage, KeyValueTableWrite, Table
 from paimon_spark._options import SourceConfig
+from paimon_spark._tasks import RESULT_SCHEMA, collect_pickled, pickled_batch
 
 __all__ = [
     "BUCKET_COLUMN",
@@ -127,8 +127,7 @@ def write_records(
     else:
         routed = records.repartition(1)
     names = [name for name in records.columns if name != KIND_COLUMN]
-    rows = routed.mapInArrow(_writer(config, names, overwrite), "message binary").collect()
-    return [message for row in rows for message in pickle.loads(row[0])]
+    return collect_pickled(routed.mapInArrow(_writer(config, names, overwrite), RESULT_SCHEMA))
 
 
 def kind_column(rowkind: str) -> Column:
@@ -176,8 +175,7 @@ def _bucketer(table: Table) -> Any:
 
 def _writer(config: SourceConfig, names: list[str], overwrite: bool) -> Any:
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        messages = write_kinds(config.open_table(), names, batches, overwrite=overwrite)
-        yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(messages)], pa.binary())], ["message"])
+        yield pickled_batch(write_kinds(config.open_table(), names, batches, overwrite=overwrite))
 
     return write
 

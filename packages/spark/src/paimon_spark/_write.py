@@ -15,16 +15,22 @@ A ``rowkind`` column that the table does not have gives each row its kind (``+I`
 ``spark-<query id>``, commit identifier the batch id, so a batch Spark runs again after a restart is
 recognised and skipped. It supports ``update`` mode, which Spark refuses for Python data sources, and
 ``complete`` mode, which replaces the table's content every micro-batch.
+
+Over Spark Connect the ``foreachBatch`` function runs in a Python process of the server, with a session of
+its own that has neither the query's id (a classic session reads it from the query thread's local
+properties) nor the query among its active streams. So :func:`write_stream` names the query and, in the
+first micro-batch, finds that name among the active queries of the session that started it; the id is
+the checkpoint's, the same after a restart.
 """
 
 from __future__ import annotations
 
 import logging
-import pickle
-from collections.abc import Iterator, Mapping
+import os
+import uuid
+from collections.abc import Mapping
 from typing import Any
 
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.readwriter import DataStreamWriter
@@ -40,9 +46,10 @@ from paimon_spark._source import (
     _abort,
     _commit_all,
     _ensure_table,
-    _write_task,
     commit_user_for_query,
+    write_in_place,
 )
+from paimon_spark._tasks import is_connect
 from paimon_spark._upsert import KIND_COLUMN, kind_column, write_records
 
 __all__ = ["write", "write_stream"]
@@ -52,6 +59,7 @@ logger = logging.getLogger(__name__)
 _MODES = ("append", "overwrite")
 _OUTPUT_MODES = ("append", "update", "complete")
 _QUERY_ID = "sql.streaming.queryId"
+_CONNECT_QUERY_IDS: dict[tuple[str, str], str] = {}  # (the query run's session, query name) -> query id
 
 
 @paimon_errors()
@@ -97,6 +105,7 @@ def write_stream(
     warehouse: str | None = None,
     output_mode: str = "append",
     options: Mapping[str, Any] | None = None,
+    query_name: str | None = None,
 ) -> DataStreamWriter:
     """``df.writeStream`` set up to write each micro-batch into ``table`` as :func:`write` does, exactly once.
 
@@ -110,9 +119,13 @@ def write_stream(
         table: as for :func:`write`.
         warehouse: as for :func:`write`.
         options: as for :func:`write`.
+        query_name: the streaming query's name. Over Spark Connect the query is found by its name (see the
+            module docs): name it here, not with ``queryName`` on the result; by default it is
+            ``paimon-<random hex>`` there, and unnamed on classic sessions.
 
     Raises:
         ConfigError: an unknown output mode; ``update`` or ``complete`` into an append table.
+        RuntimeError: (in the query, over Spark Connect) the query was renamed after ``write_stream``.
         SchemaError: as for :func:`write`.
     """
     if output_mode not in _OUTPUT_MODES:
@@ -129,11 +142,15 @@ def write_stream(
             "output_mode",
         )
     overwrite = output_mode == "complete"
+    session = df.sparkSession
+    owner: str | None = None  # over Spark Connect: the id of the session that starts the query
+    if is_connect(session):
+        owner = str(session.session_id)  # type: ignore[attr-defined]  # a Connect session has one
+        query_name = query_name or f"paimon-{uuid.uuid4().hex}"
+    name = query_name
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
-        query_id = batch.sparkSession.sparkContext.getLocalProperty(_QUERY_ID)
-        if not query_id:
-            raise RuntimeError("foreachBatch ran outside a streaming query: no query id to commit as")
+        query_id = _query_id(batch, owner, name)
         target = config.open_table()
         committer = target.new_commit(commit_user_for_query(query_id))
         if committer.is_committed(batch_id):
@@ -143,7 +160,41 @@ def write_stream(
             return
         _write_and_commit(batch, config, target, plan, committer, overwrite=overwrite, identifier=batch_id)
 
-    return df.writeStream.outputMode(output_mode).foreachBatch(write_batch)
+    writer = df.writeStream.outputMode(output_mode).foreachBatch(write_batch)
+    return writer.queryName(query_name) if query_name else writer
+
+
+def _query_id(batch: DataFrame, owner: str | None, name: str | None) -> str:
+    """The id of the streaming query whose micro-batch ``batch`` is: stable across restarts."""
+    if owner is None:  # classic: foreachBatch runs on the query's thread, whose local properties hold it
+        query_id = batch.sparkSession.sparkContext.getLocalProperty(_QUERY_ID)
+        if not query_id:
+            raise RuntimeError("foreachBatch ran outside a streaming query: no query id to commit as")
+        return str(query_id)
+    assert name is not None
+    run = str(batch.sparkSession.session_id)  # type: ignore[attr-defined]  # one per run of the query
+    if (run, name) not in _CONNECT_QUERY_IDS:
+        _CONNECT_QUERY_IDS[run, name] = _find_connect_query(owner, name)
+    return _CONNECT_QUERY_IDS[run, name]
+
+
+def _find_connect_query(owner: str, name: str) -> str:
+    """Over Spark Connect, in the server's foreachBatch process: the id of the query named ``name`` among
+    the active queries of session ``owner``."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    url = os.environ.get("SPARK_CONNECT_LOCAL_URL")  # set by the server for its foreachBatch processes
+    if not url:
+        raise RuntimeError("foreachBatch over Spark Connect ran outside the server: no query id to commit as")
+    # A handle on the user's session; never stopped, which would end that session.
+    started_by = ConnectSession.builder.remote(f"{url};session_id={owner}").create()
+    found = [query.id for query in started_by.streams.active if query.name == name]
+    if not found:
+        raise RuntimeError(
+            f"no active streaming query named {name!r}: over Spark Connect, write_stream finds its query by "
+            "name; give the name as write_stream(query_name=...), not with queryName()"
+        )
+    return str(found[0])
 
 
 def _config(
@@ -180,7 +231,7 @@ def _write_and_commit(
             table, config, df.select(*columns, kind.alias(KIND_COLUMN)), overwrite=overwrite
         )
     else:
-        messages = _write_in_place(df.select(*columns), config)
+        messages = write_in_place(df.select(*columns), config)
     number = BATCH_COMMIT_IDENTIFIER if identifier is None else identifier
     created: list[int] = []
 
@@ -197,14 +248,3 @@ def _write_and_commit(
         _abort(config, messages)
         raise
     return created
-
-
-def _write_in_place(data: DataFrame, config: SourceConfig) -> list[CommitMessage]:
-    """An append table's rows, written by the tasks that hold them."""
-
-    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        messages = _write_task(config, batches)
-        yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(messages)], pa.binary())], ["message"])
-
-    rows = data.mapInArrow(write, "message binary").collect()
-    return [message for row in rows for message in pickle.loads(row[0])]
