@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -284,6 +285,38 @@ class Catalog:
             raise self._table_not_found(identifier)
         self.storage.delete_dir(self.table_path(identifier))
 
+    def rename_table(self, identifier: str, new_identifier: str) -> Table:
+        """Rename a table, into another database too, by moving its directory (as Paimon's filesystem catalog
+        does; no file names a table's path).
+
+        Stores without a rename move by copying: the new table's schema files are written last and the old
+        table is deleted after the copy, so the table is never missing, but it may be seen under both names
+        for a moment, and a crash can leave both (as Paimon warns for object stores). Nobody should write to
+        the table meanwhile.
+
+        Raises:
+            TableNotFoundError: no table ``identifier``.
+            DatabaseNotFoundError: the new name's database does not exist.
+            TableAlreadyExistsError: a table of the new name exists.
+        """
+        if not self.table_exists(identifier):
+            raise self._table_not_found(identifier)
+        database, _ = split_identifier(new_identifier)
+        if not self.database_exists(database):
+            raise DatabaseNotFoundError(database, self.list_databases())
+        if self.table_exists(new_identifier):
+            raise TableAlreadyExistsError(new_identifier)
+        source, target = self.table_path(identifier), self.table_path(new_identifier)
+        files = [info.path for info in self.storage.list_prefix(source)]
+        schema_dir = join_path(source, "schema") + "/"
+        # The schema files, which make a directory a table, are copied last.
+        for path in sorted(files, key=lambda p: p.startswith(schema_dir)):
+            relative = path[len(source) :].lstrip("/")
+            _copy(self.storage, path, join_path(target, relative))
+        self.storage.delete_dir(source)
+        logger.info("renamed table %s to %s", identifier, new_identifier)
+        return self.get_table(new_identifier)
+
     def alter_table(self, identifier: str, changes: SchemaChange | Sequence[SchemaChange]) -> Table:
         """Apply schema changes (``SchemaChange.add_column(...)``, ...) as one new schema version.
 
@@ -341,6 +374,12 @@ def _nearest_sibling(storage: StorageBackend, uri: str) -> str | None:
         return None  # the parent is missing or unreadable too: no suggestion
     close = difflib.get_close_matches(path_name(uri), names, n=1)
     return join_path(parent, close[0]) if close else None
+
+
+def _copy(storage: StorageBackend, source: str, target: str) -> None:
+    """Copy one file in chunks (data files can be large)."""
+    with storage.open_input(source) as reader, storage.open_output(target) as writer:
+        shutil.copyfileobj(reader, writer, 8 << 20)
 
 
 def _check_keys(kind: str, keys: Sequence[str], names: Sequence[str]) -> None:

@@ -764,7 +764,8 @@ def fields_from_arrow_schema(schema: pa.Schema, first_id: int = 0) -> tuple[list
     Ids follow Java's ``Schema.Builder``: each top-level column takes the next id, then the fields nested
     in its type are numbered depth-first (inside a nested row, a field's own id comes after the ids of the
     fields nested in its type, as ``ReassignFieldId`` does). Ids already present in the Arrow metadata
-    are ignored. With no columns, the highest id is ``first_id - 1``.
+    are ignored. With no columns, the highest id is ``first_id - 1``. A top-level field's ``comment``
+    metadata (Spark's key for a column comment) becomes the column's description.
     """
     ids = _FieldIds()
     ids.last = first_id - 1
@@ -773,7 +774,10 @@ def fields_from_arrow_schema(schema: pa.Schema, first_id: int = 0) -> tuple[list
         ids.last += 1
         field_id = ids.last
         field_type = _from_arrow(arrow_field.type, arrow_field.nullable, ids)
-        fields.append(DataField(field_id, arrow_field.name, field_type))
+        comment = (arrow_field.metadata or {}).get(b"comment")
+        fields.append(
+            DataField(field_id, arrow_field.name, field_type, comment.decode() if comment else None)
+        )
     return fields, ids.last
 
 
