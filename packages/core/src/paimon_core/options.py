@@ -232,15 +232,38 @@ WRITE_BUFFER_SIZE: Option[int] = _declare(
         "write-buffer-size",
         parse_memory_size,
         256 * MB,
-        "Memory a writer buffers before flushing.",
+        "Memory a table write holds: the rows it buffers for all its files and the input it is splitting.",
         check=_positive,
     )
 )
 WRITE_BUFFER_SPILLABLE: Option[bool] = _declare(
-    Option("write-buffer-spillable", parse_bool, True, "Spill the write buffer to disk when full.")
+    Option(
+        "write-buffer-spillable",
+        parse_bool,
+        True,
+        "Spill a full write buffer to local disk rather than flushing it early: primary-key tables always, "
+        "append tables with 'write-buffer-for-append' or more than 'write-max-writers-to-spill' writers.",
+    )
 )
 WRITE_BUFFER_FOR_APPEND: Option[bool] = _declare(
-    Option("write-buffer-for-append", parse_bool, False, "Buffer append-table writes in memory.")
+    Option(
+        "write-buffer-for-append",
+        parse_bool,
+        False,
+        "Append tables: spill full write buffers to local disk (with 'write-buffer-spillable') from the "
+        "first writer on, not only past 'write-max-writers-to-spill' writers.",
+    )
+)
+WRITE_MAX_WRITERS_TO_SPILL: Option[int] = _declare(
+    Option(
+        "write-max-writers-to-spill",
+        int,
+        10,
+        "Append tables: once a write has more (partition, bucket) writers than this, full write buffers "
+        "spill to local disk (with 'write-buffer-spillable') instead of becoming small row groups.",
+        check=lambda v: v >= 0,
+        check_doc="must not be negative",
+    )
 )
 PAGE_SIZE: Option[int] = _declare(Option("page-size", parse_memory_size, 64 << 10, "Memory page size."))
 

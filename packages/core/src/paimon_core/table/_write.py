@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import inspect
+import itertools
 import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -26,6 +26,8 @@ from paimon_core.storage import join_path
 from paimon_core.table._convert import conform_batch, iter_batches
 from paimon_core.table._hooks import BucketCompaction
 from paimon_core.table._messages import CommitMessage
+from paimon_core.table._split import group_rows, pieces
+from paimon_core.table._write_memory import MemoryPlan, SpillDirectory, SpilledBatches
 
 if TYPE_CHECKING:
     from paimon_core.table._table import Table
@@ -38,6 +40,11 @@ _STATS_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="paimon-stats
 _FILE_SOURCE_APPEND = 0
 # pyarrow 20 added the page row limit (parquet.page.row.count.limit); older versions cut pages by size only.
 _LIMITS_PAGE_ROWS = "max_rows_per_page" in inspect.signature(pq.ParquetWriter.__init__).parameters
+_SMALL_BATCH_ROWS = 4096  # buffered batches this small are merged ...
+_SMALL_RUN_MERGED = 64  # ... once this many follow each other
+_HELD_PER_BYTE = 0.5  # see DataFileWriter.held_bytes
+_HELD_PER_COLUMN = 8 << 10
+_SERIALIZED_CACHED = 10_000
 
 
 def storage_arrow_type(arrow_type: pa.DataType) -> pa.DataType:
@@ -77,6 +84,9 @@ class DataFileWriter:
     With a ``layout`` it writes the files of a primary-key table: its rows are key-value rows
     (:meth:`KeyValueLayout.to_file_rows`), sorted by key, and the metadata records keys, sequence
     numbers, deletes and ``level``.
+
+    With ``spilled`` set, :meth:`spill` moves the buffered rows to local disk; they come back, ahead of
+    the rows buffered since, when the writer writes row groups.
     """
 
     table: Table
@@ -88,8 +98,10 @@ class DataFileWriter:
     file_source: int = _FILE_SOURCE_APPEND
     layout: KeyValueLayout | None = None
     level: int = 0
-    row_group_bytes: int | None = None  # buffered bytes that start a flush; the block size when None
+    row_group_bytes: int | None = None  # the row group size (and buffered bytes that start a flush)
     name_prefix: str | None = None  # the file name prefix; ``data-file.prefix`` when None
+    dictionary: DictionaryChoice | None = None  # shared by the writers of one table write
+    spilled: SpilledBatches | None = None
     buffered: list[pa.RecordBatch] = field(default_factory=list)
     buffered_bytes: int = 0
     written: list[DataFileMeta] = field(default_factory=list)
@@ -97,45 +109,119 @@ class DataFileWriter:
     _file_uuid: str = field(default_factory=lambda: str(uuid.uuid4()))
     _file_counter: int = 0
     _compression_ratio: float = 1.0
-    _block_size: int = 0
+    _small_run: int = 0  # how many of the last buffered batches are small (merged once there are many)
+    _held: int = 0
 
     def __post_init__(self) -> None:
-        self._block_size = self.table.options.parquet_block_size()
-        if self.row_group_bytes is None:
-            self.row_group_bytes = self._block_size
+        block_size = self.table.options.parquet_block_size()
+        self.row_group_bytes = min(self.row_group_bytes or block_size, block_size)
+        if self.dictionary is None:
+            self.dictionary = DictionaryChoice(self.table.options)
 
-    def add(self, batch: pa.RecordBatch) -> None:
+    @property
+    def group_bytes(self) -> int:
+        assert self.row_group_bytes is not None
+        return self.row_group_bytes
+
+    @property
+    def held_bytes(self) -> int:
+        """About what the open file's Parquet writer keeps after a row group, until the next or the close:
+        measured with pyarrow 19 at up to half the row group's in-memory size (encoded pages, level and
+        dictionary scratch), and some kB per column however small the row group."""
+        return self._held
+
+    @property
+    def memory_bytes(self) -> int:
+        return self.buffered_bytes + self._held
+
+    def add(self, batch: pa.RecordBatch, nbytes: int | None = None) -> None:
+        """Buffer ``batch`` (``nbytes``: its size when the caller knows it; ``batch.nbytes`` is not free)."""
         self.buffered.append(batch)
-        self.buffered_bytes += batch.nbytes
-        if self.buffered_bytes >= (self.row_group_bytes or self._block_size):
-            self.flush()
+        self.buffered_bytes += batch.nbytes if nbytes is None else nbytes
+        if batch.num_rows < _SMALL_BATCH_ROWS:
+            # Many small batches (one partition's share of each input batch) encode much slower than a
+            # few large ones: merge them once there are enough (a copy of a few hundred kB).
+            self._small_run += 1
+            if self._small_run >= _SMALL_RUN_MERGED:
+                self._merge_tail(self._small_run)
+        else:
+            self._small_run = 0
+        if not self.spilled and self.buffered_bytes >= self.group_bytes:  # spilled rows wait for the flush
+            self.write_row_groups(keep_tail=True)
+
+    def own(self) -> None:
+        """Copy the buffered rows into buffers of their own (they may be slices of a larger input)."""
+        self._merge_tail(len(self.buffered), copy_one=True)
+
+    def spill(self) -> None:
+        """Move the buffered rows to local disk."""
+        assert self.spilled is not None, "spilling needs a SpilledBatches"
+        if self.buffered:
+            self.spilled.spill(self.buffered)
+            self.buffered, self.buffered_bytes, self._small_run = [], 0, 0
 
     def flush(self) -> None:
-        """Write the buffered rows: row groups of at most the block size, files of about the target size."""
-        if not self.buffered:
+        """Write every pending row (spilled first): row groups of at most the row group size, files of
+        about the target size."""
+        self.write_row_groups(keep_tail=False)
+
+    def write_row_groups(self, keep_tail: bool) -> None:
+        """Write the pending rows as row groups; with ``keep_tail`` the rows short of a full row group stay
+        buffered."""
+        if not self.buffered and not self.spilled:
             return
-        data = pa.Table.from_batches(self.buffered)  # chunked: the row group is written without a copy
-        self.buffered, self.buffered_bytes = [], 0
+        source: Iterable[pa.RecordBatch] = self.buffered
+        if self.spilled:
+            source = itertools.chain(self.spilled.drain(), self.buffered)
+        self.buffered, self.buffered_bytes, self._small_run = [], 0, 0
+        group: list[pa.RecordBatch] = []
+        size = 0
+        for batch in source:  # at most a row group (and a batch) in memory, however much was spilled
+            group.append(batch)
+            size += batch.nbytes
+            if size >= self.group_bytes:
+                group, size = self._write_rows(group, size, keep_tail=True)
+        if group:
+            group, size = self._write_rows(group, size, keep_tail)
+            self.buffered, self.buffered_bytes = group, size
+
+    def _merge_tail(self, count: int, copy_one: bool = False) -> None:
+        """The last ``count`` buffered batches as one (a copy, even of a single batch with ``copy_one``)."""
+        self._small_run = 0
+        start = len(self.buffered) - count
+        tail = self.buffered[start:]
+        if len(tail) > 1 or (tail and copy_one):
+            first = tail[0].schema
+            if all(b.schema.equals(first) for b in tail):
+                self.buffered[start:] = [pa.concat_batches(tail)]
+
+    def _write_rows(
+        self, batches: list[pa.RecordBatch], size: int, keep_tail: bool
+    ) -> tuple[list[pa.RecordBatch], int]:
+        """Write ``batches`` (``size`` bytes) as row groups, rolling files at the target size; returns the
+        rows left unwritten (with ``keep_tail``, those short of a full row group)."""
+        data = pa.Table.from_batches(batches)  # chunked: each row group is written without a copy
+        bytes_per_row = max(size / max(data.num_rows, 1), 1e-9)
+        group_rows = max(1, int(self.group_bytes / bytes_per_row))
         offset = 0
         while offset < data.num_rows:
-            rest = data.slice(offset)
-            open_file = self._file or self._open(rest)
+            rows = data.num_rows - offset
+            if keep_tail and rows < group_rows:
+                rest = data.slice(offset)
+                return rest.to_batches(), int(rows * bytes_per_row)
+            open_file = self._file or self._open(data.slice(offset, _DICTIONARY_SAMPLE_ROWS))
             remaining = self.target_size - open_file.stream.tell()
-            bytes_per_row = max(rest.nbytes / max(rest.num_rows, 1), 1e-9)
-            rows = rest.num_rows
-            if rest.nbytes * self._compression_ratio > remaining:
+            rows = min(rows, group_rows)
+            if rows * bytes_per_row * self._compression_ratio > remaining:
                 rows = max(1, int(remaining / (bytes_per_row * self._compression_ratio)))
-            if rows * bytes_per_row > self._block_size:
-                rows = max(1, int(self._block_size / bytes_per_row))
-            chunk = rest.slice(0, rows)
             before = open_file.stream.tell()
-            self._write_chunk(open_file, chunk)
-            written = open_file.stream.tell() - before
-            if chunk.nbytes:
-                self._compression_ratio = max(written / chunk.nbytes, 1e-3)
+            self._write_chunk(open_file, data.slice(offset, rows))
+            self._held = max(int(rows * bytes_per_row * _HELD_PER_BYTE), _HELD_PER_COLUMN * data.num_columns)
+            self._compression_ratio = max((open_file.stream.tell() - before) / (rows * bytes_per_row), 1e-3)
             offset += rows
             if open_file.stream.tell() >= self.target_size:
                 self._close_file()
+        return [], 0
 
     def _write_chunk(self, open_file: _OpenFile, chunk: pa.Table) -> None:
         file_schema = open_file.writer.schema
@@ -171,10 +257,11 @@ class DataFileWriter:
             shown = path if len(path) <= 300 else f"{path[:150]}...{path[-100:]}"
             raise DataFileError(f"cannot create data file {shown}: {reason}", path) from exc
         file_schema = self.layout.file_schema if self.layout is not None else table.arrow_schema
+        assert self.dictionary is not None
         writer = pq.ParquetWriter(
             stream,
             storage_arrow_schema(file_schema),
-            use_dictionary=_dictionary_columns(sample, table.options),
+            use_dictionary=self.dictionary.columns(sample),
             write_statistics=True,
             **parquet_writer_options(table.options),
         )
@@ -188,8 +275,12 @@ class DataFileWriter:
         self._file = _OpenFile(name, path, stream, writer, stats, self.next_seq, key_value)
         return self._file
 
+    def roll(self) -> None:
+        """Close the open file (what the writer writes next goes to a new one)."""
+        self._close_file()
+
     def _close_file(self) -> None:
-        open_file, self._file = self._file, None
+        open_file, self._file, self._held = self._file, None, 0
         if open_file is None:
             return
         open_file.writer.close()
@@ -251,7 +342,9 @@ class DataFileWriter:
                 logger.debug("closing %s during abort failed", self._file.path, exc_info=True)
             paths.append(self._file.path)
             self._file = None
-        self.buffered, self.written = [], []
+        if self.spilled is not None:
+            self.spilled.discard()
+        self.buffered, self.buffered_bytes, self.written = [], 0, []
         return paths
 
 
@@ -282,6 +375,27 @@ def parquet_writer_options(options: opts.Options) -> dict[str, Any]:
 
 _DICTIONARY_SAMPLE_ROWS = 64 * 1024
 _DICTIONARY_MIN_SAMPLE = 1024
+
+
+class DictionaryChoice:
+    """The dictionary-encoded columns of a write's files, judged once on a sample of enough rows.
+
+    Whether a column is worth a dictionary is a property of the column (ids and measurements are not,
+    categories are), not of the partition a file belongs to; judging it per file cost as much as
+    encoding when many small files are written.
+    """
+
+    def __init__(self, options: opts.Options) -> None:
+        self.options = options
+        self._chosen: bool | list[str] | None = None
+
+    def columns(self, sample: pa.Table) -> bool | list[str]:
+        if self._chosen is not None:
+            return self._chosen
+        chosen = _dictionary_columns(sample, self.options)
+        if sample.num_rows >= _DICTIONARY_MIN_SAMPLE:
+            self._chosen = chosen
+        return chosen
 
 
 def _dictionary_columns(sample: pa.Table, options: opts.Options) -> bool | list[str]:
@@ -327,17 +441,28 @@ def _per_field_stats_modes(options: opts.Options) -> dict[str, str]:
 class TableWrite:
     """Writes data into new files of a table; nothing is visible until the messages are committed.
 
-    Memory stays bounded by ``write-buffer-size``: when the buffers of all open writers exceed it, the
-    largest is flushed to its file as a row group.
+    ``write-buffer-size`` bounds what it holds (docs/writing.md#memory): input is split by partition and
+    bucket a bounded piece at a time, and when the rows buffered for row groups outgrow their share the
+    largest buffer is released: spilled to local disk when spilling is on (``write-buffer-spillable``, with
+    ``write-buffer-for-append`` or more than ``write-max-writers-to-spill`` writers, as Java Paimon's
+    append writers), otherwise written to its file as a row group.
     """
 
     def __init__(self, table: Table) -> None:
         self.table = table
+        options = table.options
         self._writers: dict[tuple[bytes, int], DataFileWriter] = {}
         self._paths: dict[bytes, str] = {}
+        self._serialized: dict[tuple[Any, ...], bytes] = {}  # partition values -> BinaryRow bytes
         self._arrow_schema = table.arrow_schema
-        self._buffer_limit = table.options.get_option(opts.WRITE_BUFFER_SIZE)
-        self._target_size = table.options.target_file_size(bool(table.schema.primary_keys))
+        self._memory = MemoryPlan(options.get_option(opts.WRITE_BUFFER_SIZE), options.parquet_block_size())
+        self._target_size = options.target_file_size(bool(table.schema.primary_keys))
+        self._dictionary = DictionaryChoice(options)
+        self._spills = SpillDirectory()
+        self._spillable = options.get_option(opts.WRITE_BUFFER_SPILLABLE)
+        self._spill_always = options.get_option(opts.WRITE_BUFFER_FOR_APPEND)
+        self._spill_writers = options.get_option(opts.WRITE_MAX_WRITERS_TO_SPILL)
+        self._spill_disk = options.get_option(opts.WRITE_BUFFER_SPILL_MAX_DISK_SIZE)
         self._restored_seq: dict[tuple[bytes, int], int] | None = None
         self._closed = False
         # Inline compaction (docs/append-compaction.md): bucketed writers compact per bucket unless write-only.
@@ -347,7 +472,7 @@ class TableWrite:
             factory is not None
             and table.bucket > 0
             and not table.schema.primary_keys
-            and not table.options.get_option(opts.WRITE_ONLY)
+            and not options.get_option(opts.WRITE_ONLY)
         ):
             self._inline = factory(table)
 
@@ -363,40 +488,45 @@ class TableWrite:
             if batch.num_rows == 0:
                 continue
             batch = conform_batch(batch, self._arrow_schema)
-            for key, part in self._split(batch):
-                self._writer_for(*key).add(part)
-            self._bound_memory()
+            borrowed: set[DataFileWriter] = set()
+            for piece in pieces(batch, self._memory.piece_bytes):
+                for key, part in self._split(piece):
+                    writer = self._writer_for(*key)
+                    if part is piece:
+                        writer.add(part)
+                        if piece.num_rows < batch.num_rows:
+                            borrowed.add(writer)
+                    else:  # a copy: its buffers are exactly what it holds
+                        writer.add(part, part.get_total_buffer_size())
+                self._bound_buffers(self._memory.buffered_bytes)
+            for writer in borrowed:
+                writer.own()  # a slice left buffered would keep all of the input batch alive
 
     def _split(self, batch: pa.RecordBatch) -> Iterator[tuple[tuple[tuple[Any, ...], int], pa.RecordBatch]]:
+        """The rows of ``batch`` by ((partition values), bucket)."""
         table = self.table
-        keys = list(table.partition_keys)
-        buckets = None
+        keys = [batch.column(k) for k in table.partition_keys]
         if table.bucket > 0:
-            buckets = assign_buckets(batch, table.bucket_keys, table.bucket_key_types, table.bucket)
-        if not keys and buckets is None:
+            keys.append(assign_buckets(batch, table.bucket_keys, table.bucket_key_types, table.bucket))
+        elif not keys:
             yield ((), 0), batch
             return
-        columns: dict[str, pa.Array] = {f"k{i}": batch.column(k) for i, k in enumerate(keys)}
-        if buckets is not None:
-            columns["bucket"] = buckets
-        group_cols = list(columns)
-        columns["row"] = pa.array(np.arange(batch.num_rows, dtype=np.int64))
-        group_table = pa.table(columns)
-        grouped = group_table.group_by(group_cols, use_threads=False).aggregate([("row", "list")])
-        rows = grouped.column("row_list")
-        partition_columns = [grouped.column(f"k{i}") for i in range(len(keys))]
-        bucket_column = grouped.column("bucket") if buckets is not None else None
-        for g in range(grouped.num_rows):
-            values = tuple(col[g].as_py() for col in partition_columns)
-            bucket = bucket_column[g].as_py() if bucket_column is not None else 0
-            indices = rows[g].values
-            part = batch if len(indices) == batch.num_rows else batch.take(indices)
-            yield (values, bucket), part
+        for values, part in group_rows(batch, keys):
+            if table.bucket > 0:
+                yield (values[:-1], values[-1]), part
+            else:
+                yield (values, 0), part
 
     def _partition_bytes(self, partition_values: tuple[Any, ...]) -> bytes:
         if not partition_values:
             return EMPTY_ROW
-        return serialize_row(list(partition_values), self.table.partition_types)
+        serialized = self._serialized.get(partition_values)
+        if serialized is None:
+            if len(self._serialized) >= _SERIALIZED_CACHED:
+                self._serialized.clear()
+            serialized = serialize_row(list(partition_values), self.table.partition_types)
+            self._serialized[partition_values] = serialized
+        return serialized
 
     def _writer_for(self, partition_values: tuple[Any, ...], bucket: int) -> DataFileWriter:
         table = self.table
@@ -422,6 +552,8 @@ class TableWrite:
                 bucket=bucket,
                 next_seq=self._restore_sequence(partition, bucket),
                 target_size=self._target_size,
+                row_group_bytes=self._memory.row_group_bytes,
+                dictionary=self._dictionary,
             )
             self._writers[key] = writer
         return writer
@@ -443,14 +575,36 @@ class TableWrite:
                 self._inline.restore(restored)
         return self._restored_seq.get((partition, bucket), 0)
 
-    def _bound_memory(self) -> None:
-        total = sum(w.buffered_bytes for w in self._writers.values())
-        while total > self._buffer_limit:
-            largest = max(self._writers.values(), key=lambda w: w.buffered_bytes)
-            if largest.buffered_bytes == 0:
+    def _spilling(self) -> bool:
+        """Java Paimon's append writers buffer (and spill) with ``write-buffer-for-append``, or once more
+        than ``write-max-writers-to-spill`` writers are open; ``write-buffer-spillable = false`` never spills."""
+        return self._spillable and (self._spill_always or len(self._writers) > self._spill_writers)
+
+    def _bound_buffers(self, limit: int, keep: DataFileWriter | None = None) -> None:
+        """Release the largest holders of memory (not ``keep``) until the writers hold at most ``limit``
+        bytes: a buffer is spilled or written, an open file whose Parquet writer holds more is closed."""
+        writers = self._writers.values()
+        total = sum(w.memory_bytes for w in writers)
+        while total > limit:
+            largest = max(writers, key=lambda w: 0 if w is keep else w.memory_bytes)
+            before = largest.memory_bytes
+            if largest is keep or before == 0:
                 break
-            total -= largest.buffered_bytes
-            largest.flush()
+            if largest.buffered_bytes >= largest.held_bytes:
+                self._release(largest)
+            else:
+                largest.roll()
+            total -= before - largest.memory_bytes
+
+    def _release(self, writer: DataFileWriter) -> None:
+        disk_full = self._spill_disk is not None and self._spills.disk_bytes >= self._spill_disk
+        if not self._spilling() or disk_full:
+            writer.flush()  # its rows so far become a row group of its file
+            return
+        if writer.spilled is None:
+            compression = self.table.options.get_option(opts.SPILL_COMPRESSION)
+            writer.spilled = SpilledBatches(self._spills, compression)
+        writer.spill()
 
     def prepare_commit(self) -> list[CommitMessage]:
         """Close every file and return the commit messages; the writer can keep writing afterwards.
@@ -459,9 +613,16 @@ class TableWrite:
         whoever gathers their messages applies it once (``paimon_core.compact.precommit_compact``), as
         :meth:`Table.append` does.
         """
+        # Writers holding only memory first; a spilled one reads a row group back at a time, after making
+        # room for it, and closes its file before the next starts (as Java Paimon's buffered writers).
+        closed = {}
+        for key, writer in sorted(self._writers.items(), key=lambda item: bool(item[1].spilled)):
+            if writer.spilled:
+                self._bound_buffers(self._memory.buffered_bytes - writer.group_bytes, keep=writer)
+            closed[key] = writer.close()
+        self._spills.close()
         messages = []
-        for (partition, bucket), writer in self._writers.items():
-            files = writer.close()
+        for (partition, bucket), files in ((key, closed[key]) for key in self._writers):
             before: tuple[DataFileMeta, ...] = ()
             after: tuple[DataFileMeta, ...] = ()
             if self._inline is not None:
@@ -489,9 +650,11 @@ class TableWrite:
             except OSError:
                 logger.warning("could not delete %s while aborting a write", path, exc_info=True)
         self._writers.clear()
+        self._spills.close()
         self._closed = True
 
     def close(self) -> None:
+        self._spills.close()
         self._closed = True
 
     def __enter__(self) -> TableWrite:

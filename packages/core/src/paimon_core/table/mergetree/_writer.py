@@ -24,6 +24,7 @@ from paimon_core.storage import join_path
 from paimon_core.table._convert import conform_batch, iter_batches
 from paimon_core.table._messages import CommitMessage
 from paimon_core.table._scan import DataSplit
+from paimon_core.table._split import pieces
 from paimon_core.table._write import DataFileWriter, TableWrite
 from paimon_core.table.mergetree._changelog import (
     Compacted,
@@ -515,15 +516,17 @@ class KeyValueTableWrite(TableWrite):
             if batch.num_rows == 0:
                 continue
             batch = conform_batch(batch, self._arrow_schema)
-            for key, part in self._split(batch):
-                kinds = self._kinds(part, kind)
-                if self._ignore_delete:  # dropped before anything sees them, as Java's TableWriteImpl does
-                    adds = is_add(kinds)
-                    part, kinds = part.filter(adds), kinds.filter(adds)
-                    if part.num_rows == 0:
-                        continue
-                self._tree_for(*key).write(part, kinds)
-            self._bound_memory()
+            for piece in pieces(batch, self._memory.piece_bytes):  # never a copy of a whole large input
+                for key, part in self._split(piece):
+                    kinds = self._kinds(part, kind)
+                    # ignore-delete: dropped before anything sees them, as Java's TableWriteImpl does
+                    if self._ignore_delete:
+                        adds = is_add(kinds)
+                        part, kinds = part.filter(adds), kinds.filter(adds)
+                        if part.num_rows == 0:
+                            continue
+                    self._tree_for(*key).write(part, kinds)
+                self._bound_memory()
 
     def delete(self, keys: Any) -> None:
         """Delete the rows with these primary keys (data holding at least the key and partition columns).
@@ -591,7 +594,7 @@ class KeyValueTableWrite(TableWrite):
 
     def _bound_memory(self) -> None:
         total = sum(t.buffered_bytes for t in self._trees.values())
-        while total > self._buffer_limit:
+        while total > self._memory.buffered_bytes:
             largest = max(self._trees.values(), key=lambda t: t.buffered_bytes)
             if largest.buffered_bytes == 0:
                 break
