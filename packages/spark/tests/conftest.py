@@ -47,23 +47,30 @@ def spark() -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
-def connect_spark(spark: Any) -> Iterator[object]:
-    """A Spark Connect session, on a Connect server started in the JVM of the ``spark`` fixture.
+def connect_url(spark: Any) -> Iterator[str]:
+    """The URL of a Spark Connect server started in the JVM of the ``spark`` fixture.
 
     The server is Spark's own (the service ``start-connect-server.sh`` runs), started once per run in
-    well under a second; a server process of its own would cost another JVM start and its memory. The
-    client talks to it over gRPC like any remote client: it has no ``SparkContext``, and everything it
-    runs on executors is pickled and sent as a remote client's would be.
+    well under a second; a server process of its own would cost another JVM start and its memory. Its
+    clients talk to it over gRPC like any remote client: they have no ``SparkContext``, and everything they
+    run on executors is pickled and sent as a remote client's would be.
     """
-    from pyspark.sql import SparkSession
-
-    import paimon_spark
-
     jvm = spark._jvm
     service = jvm.org.apache.spark.sql.connect.service.SparkConnectService
     service.start(spark._jsc.sc())
     port = getattr(getattr(jvm.org.apache.spark.sql.connect.service, "SparkConnectService$"), "MODULE$")
-    remote = SparkSession.builder.remote(f"sc://127.0.0.1:{port.localPort()}").create()
+    yield f"sc://127.0.0.1:{port.localPort()}"
+    service.stop(jvm.scala.Option.empty(), jvm.scala.Option.empty())
+
+
+@pytest.fixture(scope="session")
+def connect_spark(connect_url: str) -> Iterator[object]:
+    """A Spark Connect client session of the ``connect_url`` server, with ``paimon`` registered."""
+    from pyspark.sql import SparkSession
+
+    import paimon_spark
+
+    remote = SparkSession.builder.remote(connect_url).create()
     try:
         paimon_spark.register(remote)
     finally:
@@ -74,7 +81,6 @@ def connect_spark(spark: Any) -> Iterator[object]:
         remote.stop()
     finally:
         os.environ.pop(CONNECT_MODE, None)
-        service.stop(jvm.scala.Option.empty(), jvm.scala.Option.empty())
 
 
 @pytest.fixture(params=["classic", "connect"])

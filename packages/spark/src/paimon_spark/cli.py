@@ -8,6 +8,10 @@ Run with plain Python (``local[*]`` unless ``--master`` says otherwise)::
 or on a cluster, this file being the main file (``--master`` then comes from ``spark-submit``)::
 
     spark-submit --master spark://host:7077 .../paimon_spark/cli.py compact --warehouse ... --table t
+
+or as a Spark Connect client (``--remote``, or ``$SPARK_REMOTE``; needs ``paimon-spark[connect]``)::
+
+    paimon-spark compact --remote sc://spark-connect:15002 --warehouse s3://b/wh --table db.t
     paimon-spark merge_into --warehouse /wh --table db.t --target_as T --source_table S \\
         --source_sql "CREATE TEMPORARY VIEW S AS SELECT * FROM parquet.`/data/changes`" \\
         --on "T.id = S.id" --merge_actions matched-upsert,not-matched-insert \\
@@ -49,6 +53,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     _flag(parser, "warehouse", required=True, help="the warehouse URI (/data/wh, s3://bucket/wh)")
     _flag(parser, "catalog_conf", action="append", default=[], metavar="K=V", help="catalog option")
     _flag(parser, "master", default=None, help="Spark master (default: spark-submit's, else local[*])")
+    _flag(parser, "remote", default=None, help="Spark Connect server sc://host:port (default: $SPARK_REMOTE)")
     _flag(parser, "parallelism", type=int, default=None, help="Spark partitions per compaction round")
     _flag(parser, "poll_interval", type=float, default=None, help="streaming: seconds between polls")
     _flag(parser, "no_progress", action="store_true", help="no progress display")
@@ -160,11 +165,14 @@ def merge_arguments(args: argparse.Namespace) -> dict[str, str]:
     return keywords
 
 
-def _session(master: str | None, action: str) -> Any:
-    # Executors must run this interpreter (it has pyarrow and paimon); spark-submit users set their own.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+def _session(master: str | None, remote: str | None, action: str) -> Any:
     from pyspark.sql import SparkSession
 
+    remote = remote or os.environ.get("SPARK_REMOTE")
+    if remote:  # a Spark Connect client: the server has its master, its Python and its console
+        return SparkSession.builder.remote(remote).getOrCreate()
+    # Executors must run this interpreter (it has pyarrow and paimon); spark-submit users set their own.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(f"paimon-spark {action}")
     if master:  # otherwise spark-submit's master, or local[*] (Spark's default) under plain python
         builder = builder.master(master)
@@ -176,9 +184,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import paimon_spark
     from paimon_core.errors import PaimonError, error_line
+    from paimon_spark._tasks import is_connect
 
-    spark = _session(args.master, args.action)
-    spark.sparkContext.setLogLevel("WARN")
+    spark = _session(args.master, args.remote, args.action)
+    if not is_connect(spark):  # a Spark Connect client has no SparkContext; the server logs as it is set to
+        spark.sparkContext.setLogLevel("WARN")
     progress = False if args.no_progress else None
     try:
         if args.action == "compact":
