@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from typing import Any
@@ -52,6 +53,29 @@ appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 """
+# The JDK's own notice, printed by every Spark 4 JVM (its launcher adds jdk.incubator.vector); no option
+# turns it off, so the JVM's stderr is passed through a filter that drops this one line.
+JDK_NOTICE = b"WARNING: Using incubator modules:"
+
+
+def filter_jvm_stderr() -> int:
+    """Point stderr at a pipe whose lines a thread copies to the real stderr, except :data:`JDK_NOTICE`.
+
+    Returns the real stderr's descriptor: give it back to Python with ``os.dup2(real, 2)`` once the JVM (which
+    keeps the pipe) has started."""
+    read_end, write_end = os.pipe()
+    real = os.dup(2)
+
+    def copy() -> None:
+        with os.fdopen(read_end, "rb") as pipe:
+            for line in pipe:
+                if not line.startswith(JDK_NOTICE):
+                    os.write(real, line)
+
+    threading.Thread(target=copy, name="jvm-stderr", daemon=True).start()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    return real
 
 
 def start_spark(scratch: str) -> SparkSession:
@@ -60,14 +84,18 @@ def start_spark(scratch: str) -> SparkSession:
     with open(os.path.join(conf_dir, "log4j2.properties"), "w") as f:
         f.write(LOG4J)
     os.environ["SPARK_CONF_DIR"] = conf_dir
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("paimon-spark-quickstart")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
+    real_stderr = filter_jvm_stderr()
+    try:
+        spark = (
+            SparkSession.builder.master("local[2]")
+            .appName("paimon-spark-quickstart")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.shuffle.partitions", "2")
+            .getOrCreate()
+        )
+    finally:
+        os.dup2(real_stderr, 2)  # Python's own errors go straight to the terminal again
     spark.sparkContext.setLogLevel("ERROR")
     paimon_spark.register(spark)
     return spark

@@ -17,18 +17,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
+from paimon_core._cli_write import add_write_command, write_files
 from paimon_core.catalog import check_option_key
 from paimon_core.errors import PaimonError, error_line
 from paimon_core.options import known_option
+from paimon_core.progress import Progress, human_size
 from paimon_core.table import SystemTable, Table, open_table, split_system_name
-
-
-def _human_size(size: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} TiB"
 
 
 def table_info(table: Table, max_snapshots: int = 20) -> dict[str, Any]:
@@ -78,9 +72,9 @@ def _print_info(info: dict[str, Any]) -> None:
         print(f"  {key} = {value}")
     files = info["files"]
     print(
-        f"Files     {files['count']} files, {_human_size(files['total_bytes'])}, {files['rows']} rows, "
-        f"{files['partitions']} partitions (smallest {_human_size(files['min_bytes'])}, "
-        f"largest {_human_size(files['max_bytes'])})"
+        f"Files     {files['count']} files, {human_size(files['total_bytes'])}, {files['rows']} rows, "
+        f"{files['partitions']} partitions (smallest {human_size(files['min_bytes'])}, "
+        f"largest {human_size(files['max_bytes'])})"
     )
     print(f"Snapshots {info['snapshot_count']}" + (" (latest shown last)" if info["snapshots"] else ""))
     for s in info["snapshots"]:
@@ -241,9 +235,11 @@ def _add_maintenance_commands(commands: Any) -> None:
         "--older-than", default=None, help="'yyyy-MM-dd HH:mm:ss': expire snapshots before it"
     )
     expire.add_argument("--max-deletes", type=int, default=None, help="snapshots expired per run at most")
+    expire.add_argument("--no-progress", action="store_true", help="no progress bar")
     orphans = table_command("remove-orphan-files", "delete files no snapshot or tag uses")
     orphans.add_argument("--older-than", default=None, help="only files older than this (default: 1 day ago)")
     orphans.add_argument("--dry-run", action="store_true", help="list the files, delete nothing")
+    orphans.add_argument("--no-progress", action="store_true", help="no progress bar")
     consumer = table_command("reset-consumer", "move a consumer to a snapshot, or delete it")
     consumer.add_argument("consumer_id")
     consumer.add_argument("--next-snapshot", type=int, default=None, help="omit to delete the consumer")
@@ -276,14 +272,20 @@ def _run_maintenance(args: argparse.Namespace) -> bool:
             retain_min=args.retain_min,
             older_than=args.older_than,
             max_deletes=args.max_deletes,
+            progress=False if args.no_progress else None,
         )
         print(f"expired {expired} snapshot(s)")
     elif command == "remove-orphan-files":
-        result = maintenance.remove_orphan_files(table, older_than=args.older_than, dry_run=args.dry_run)
+        result = maintenance.remove_orphan_files(
+            table,
+            older_than=args.older_than,
+            dry_run=args.dry_run,
+            progress=False if args.no_progress else None,
+        )
         for path in result.deleted:
             print(path)
         verb = "would delete" if args.dry_run else "deleted"
-        print(f"{verb} {len(result.deleted)} orphan file(s), {_human_size(result.deleted_bytes)}")
+        print(f"{verb} {len(result.deleted)} orphan file(s), {human_size(result.deleted_bytes)}")
     else:
         ConsumerManager(table.storage, table.path).reset_to(args.consumer_id, args.next_snapshot)
         print(f"consumer {args.consumer_id!r} " + ("deleted" if args.next_snapshot is None else "reset"))
@@ -352,6 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_read_command(commands)
     _add_compact_commands(commands)
     _add_maintenance_commands(commands)
+    add_write_command(commands, [OPTION_PARENT])
     return parser
 
 
@@ -370,6 +373,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             _run_read(args)
         elif args.command == "compact":
             _run_compact(args)
+        elif args.command == "write":
+            table = _open_table(args.table_uri, _conf(args.option))
+            display = Progress(False if args.no_progress else None)
+            created = write_files(
+                table, args.files, file_format=args.format, overwrite=args.overwrite, progress=display
+            )
+            print(f"snapshot {created}" if created is not None else "nothing written")
         elif args.command == "compact-database":
             _run_compact_database(args)
         elif args.command == "info":

@@ -15,9 +15,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from paimon_core.compact._job import CompactJob, CompactSummary, Progress
+from paimon_core.compact._job import CompactJob, CompactSummary
 from paimon_core.compact._runner import LocalRunner, TaskRunner
 from paimon_core.errors import ConfigError, PaimonError
+from paimon_core.progress import Progress, resolve_progress
 
 if TYPE_CHECKING:
     from paimon_core.catalog import Catalog
@@ -101,7 +102,7 @@ def compact_database(
     """
     if mode not in DATABASE_MODES:
         raise ConfigError(f"mode must be one of {', '.join(DATABASE_MODES)}, not {mode!r}")
-    display = progress if isinstance(progress, Progress) else Progress(progress)
+    display = resolve_progress(progress)
     own_runner = runner is None
     active: TaskRunner = runner or LocalRunner(parallelism, processes)
     stop = stop or threading.Event()

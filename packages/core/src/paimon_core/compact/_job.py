@@ -14,12 +14,11 @@ land until stopped.
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 from paimon_core import options as opts
 from paimon_core.compact._bucketed import BucketCompactManager, pick_full_compaction
@@ -44,6 +43,7 @@ from paimon_core.manifest import (
     IndexFileMeta,
     ManifestEntry,
 )
+from paimon_core.progress import Progress, human_size, resolve_progress
 from paimon_core.table import (
     CommitMessage,
     MergeTreeCompactTask,
@@ -62,14 +62,6 @@ logger = logging.getLogger(__name__)
 
 MODES = ("batch", "streaming")
 _MAX_BATCH_REPLANS = 20
-
-
-def human_size(size: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} TiB"
 
 
 @dataclass
@@ -114,42 +106,6 @@ class CompactSummary:
             f"({human_size(self.written_bytes)}); {len(self.snapshots)} COMPACT snapshots, "
             f"{self.replans} re-plans, {self.seconds:.1f} s"
         )
-
-
-class Progress:
-    """Plain-text progress on a terminal: one line rewritten in place. Silent when not enabled.
-
-    Args:
-        enabled: None = only when ``stream`` is a terminal.
-        stream: where to write (stderr by default).
-    """
-
-    def __init__(self, enabled: bool | None = None, stream: TextIO | None = None) -> None:
-        self.stream = stream or sys.stderr
-        self.enabled = self.stream.isatty() if enabled is None else enabled
-        self._lock = threading.Lock()
-        self._width = 0
-
-    def update(self, label: str, done: int, total: int, done_bytes: int, total_bytes: int) -> None:
-        if not self.enabled:
-            return
-        width = 24
-        filled = width * done // total if total else width
-        bar = "#" * filled + "-" * (width - filled)
-        line = f"{label} [{bar}] {done}/{total} tasks {human_size(done_bytes)}/{human_size(total_bytes)}"
-        with self._lock:
-            self.stream.write("\r" + line.ljust(self._width))
-            self._width = len(line)
-            if done >= total:
-                self.stream.write("\n")
-                self._width = 0
-            self.stream.flush()
-
-    def message(self, text: str) -> None:
-        if self.enabled:
-            with self._lock:
-                self.stream.write(text + "\n")
-                self.stream.flush()
 
 
 @dataclass
@@ -488,7 +444,7 @@ def compact_table(
     """
     if mode not in MODES:
         raise ConfigError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-    display = progress if isinstance(progress, Progress) else Progress(progress)
+    display = resolve_progress(progress)
     own_runner = runner is None
     active_runner: TaskRunner = runner or LocalRunner(parallelism, processes)
     try:

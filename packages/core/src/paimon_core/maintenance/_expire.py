@@ -49,6 +49,7 @@ from paimon_core.manifest import (
     read_manifest_list,
 )
 from paimon_core.options import to_millis
+from paimon_core.progress import Progress, ProgressCounter, resolve_progress
 from paimon_core.snapshot import EARLIEST_HINT, Snapshot
 from paimon_core.storage import Capability, join_path, parent_path
 from paimon_core.table import live_entries, real_changelog_path
@@ -73,6 +74,7 @@ def expire_snapshots(
     older_than: dt.datetime | int | str | None = None,
     max_deletes: int | None = None,
     now_millis: int | None = None,
+    progress: bool | Progress | None = False,
 ) -> int:
     """Paimon's ``expire_snapshots``; arguments left out come from the table options.
 
@@ -85,6 +87,7 @@ def expire_snapshots(
             ``'yyyy-MM-dd HH:mm:ss'``.
         max_deletes: expire at most this many snapshots in this run (``snapshot.expire.limit``).
         now_millis: the current time in epoch millis (default: the clock).
+        progress: show the files deleted so far (None: when stderr is a terminal), or a :class:`Progress`.
 
     Returns:
         How many snapshots expired.
@@ -115,7 +118,7 @@ def expire_snapshots(
         if not table.storage.exists(sm.hint_path(EARLIEST_HINT)):
             sm.advance_earliest_hint(earliest)
         return 0
-    return _expire_until(table, earliest, end)
+    return _expire_until(table, earliest, end, resolve_progress(progress))
 
 
 def might_expire(table: Table, latest_id: int, now_millis: int | None = None) -> bool:
@@ -156,7 +159,7 @@ def _expire_end(
     return max_exclusive
 
 
-def _expire_until(table: Table, begin: int, end: int) -> int:
+def _expire_until(table: Table, begin: int, end: int, display: Progress) -> int:
     """Expire the snapshots ``[begin, end)``; returns how many there were."""
     sm = table.snapshot_manager
     snapshots = [s for s in (sm.try_snapshot(i) for i in range(begin, end + 1)) if s is not None]
@@ -183,13 +186,16 @@ def _expire_until(table: Table, begin: int, end: int) -> int:
     # publish into a freed id (docs/commit-protocol.md, E1)
     sm.advance_earliest_hint(end)
     below = sorted({s.id for s in expired} | {i for i in sm.list_ids() if i < end})
+    total = len(below) + len(doomed) + sum(len(paths) for paths, _ in metadata)
+    counter = display.counter("expire-snapshots", total, "files")
     for snapshot_id in below:  # also what a concurrent run has not deleted yet, and stale publishes
         with contextlib.suppress(FileNotFoundError):
             table.storage.delete(sm.snapshot_path(snapshot_id))
+        counter.advance()
     # 2. the files only expired snapshots used: readers that still hold one get SnapshotExpiredError
-    _delete_data_files(table, doomed)
+    _delete_data_files(table, doomed, counter)
     for paths, what in metadata:  # manifests, then lists, then statistics files
-        _delete_all(table, paths, what)
+        _delete_all(table, paths, what, counter)
     logger.info("expired snapshots [%s, %s) of %s", begin, end, table.identifier)
     return len(expired)
 
@@ -235,8 +241,8 @@ def clean_after_last_tag(table: Table, snapshot: Snapshot, other_tags: list[Snap
     _delete_unused_metadata(table, [snapshot], neighbours)
 
 
-def _delete_data_files(table: Table, paths: set[str]) -> None:
-    _delete_all(table, paths, "data file")
+def _delete_data_files(table: Table, paths: set[str], counter: ProgressCounter | None = None) -> None:
+    _delete_all(table, paths, "data file", counter)
     if table.options.get_option(opts.SNAPSHOT_CLEAN_EMPTY_DIRECTORIES):
         _remove_empty_dirs(table, paths)
 
@@ -435,7 +441,7 @@ def _data_path(table: Table, entry: ManifestEntry) -> str:
     return file.external_path or join_path(table.bucket_dir(entry.partition, entry.bucket), file.file_name)
 
 
-def _delete_all(table: Table, paths: set[str], what: str) -> None:
+def _delete_all(table: Table, paths: set[str], what: str, counter: ProgressCounter | None = None) -> None:
     """Delete in parallel; a file already gone is fine, another failure is logged and leaves an orphan."""
     storage = table.storage
 
@@ -446,6 +452,8 @@ def _delete_all(table: Table, paths: set[str], what: str) -> None:
             pass
         except OSError as exc:
             logger.warning("could not delete %s %s: %s", what, path, exc)
+        if counter is not None:
+            counter.advance()
 
     _run(delete, sorted(paths))
 

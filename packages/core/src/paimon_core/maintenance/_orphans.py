@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Literal
 from paimon_core.errors import ConfigError, CorruptMetadataError
 from paimon_core.maintenance._reach import Reach, reach
 from paimon_core.options import to_millis
+from paimon_core.progress import Progress, resolve_progress
 from paimon_core.snapshot import Snapshot, SnapshotManager
 from paimon_core.storage import FileInfo, join_path
 from paimon_core.tag import TagManager
@@ -46,8 +47,10 @@ def remove_orphan_files(
     dry_run: bool = False,
     *,
     now_millis: int | None = None,
+    progress: bool | Progress | None = False,
 ) -> OrphanCleanResult:
-    """Delete unused files older than ``older_than`` (a datetime, epoch millis or 'yyyy-MM-dd HH:mm:ss').
+    """Delete unused files older than ``older_than`` (a datetime, epoch millis or 'yyyy-MM-dd HH:mm:ss');
+    ``progress`` shows the deletions (None: when stderr is a terminal), or is a :class:`Progress`.
 
     Raises:
         ConfigError: ``older_than`` is not in the past.
@@ -65,9 +68,14 @@ def remove_orphan_files(
         if 0 < info.mtime_ms < limit and not _is_used(info, where, used)
     ]
     if not dry_run:
+        total_bytes = sum(i.size for i in orphans)
+        counter = resolve_progress(progress).counter(
+            "remove-orphan-files", len(orphans), "files", total_bytes
+        )
         for info in orphans:
             with contextlib.suppress(FileNotFoundError):
                 storage.delete(info.path)
+            counter.advance(1, info.size)
         _remove_empty_bucket_dirs(table)
     return OrphanCleanResult(tuple(sorted(i.path for i in orphans)), sum(i.size for i in orphans))
 
