@@ -168,6 +168,8 @@ def merge_arguments(args: argparse.Namespace) -> dict[str, str]:
 def _session(master: str | None, remote: str | None, action: str) -> Any:
     from pyspark.sql import SparkSession
 
+    from paimon_core.progress import shows_progress
+
     remote = remote or os.environ.get("SPARK_REMOTE")
     if remote:  # a Spark Connect client: the server has its master, its Python and its console
         return SparkSession.builder.remote(remote).getOrCreate()
@@ -176,7 +178,8 @@ def _session(master: str | None, remote: str | None, action: str) -> Any:
     builder = SparkSession.builder.appName(f"paimon-spark {action}")
     if master:  # otherwise spark-submit's master, or local[*] (Spark's default) under plain python
         builder = builder.master(master)
-    builder = builder.config("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())
+    # Spark's own bar only where Paimon's would show: a person's terminal, not a pipe or CI.
+    builder = builder.config("spark.ui.showConsoleProgress", str(shows_progress(sys.stderr)).lower())
     return builder.getOrCreate()
 
 
