@@ -1,8 +1,8 @@
 """Sessions for the workspace; run them through ``./dev`` (which installs nox and uv) or plain ``nox``.
 
 Every per-package session comes from the one ``PACKAGES`` list below. ``./dev test`` (and CI) runs
-``lint typecheck docs tests interop spark_interop java_interop spark_cluster storage_integration interop_s3
-quickstart``;
+``lint typecheck docs tests packages lowest interop spark_interop java_interop spark_cluster storage_integration
+interop_s3 quickstart``;
 ``thorough``, ``matrix``, ``bench``, ``bench_spark``, ``bench_compact`` and ``storage_bench`` run on demand.
 """
 
@@ -255,6 +255,70 @@ def quickstart(session: nox.Session) -> None:
     session.install("-e", "packages/core", "-e", "packages/spark", "pandas<3")
     session.run("python", "examples/quickstart.py")
     session.run("python", "examples/spark_quickstart.py", *session.posargs)
+
+
+def _with_every_extra(package: Package) -> str:
+    """``dist[every,extra]`` as the package's pyproject.toml declares them: the packages session installs them
+    all, so that every import of the code can be checked against the metadata."""
+    project = nox.project.load_toml(ROOT / package.path / "pyproject.toml")["project"]
+    extras = sorted(project.get("optional-dependencies", {}))
+    return f"{package.dist}[{','.join(extras)}]" if extras else package.dist
+
+
+# Resolved together with the wheels' own requirements (installed later they could move those): the S3 server
+# the storage README's example runs against, and the classifier list the metadata test checks against.
+PACKAGING_TEST_TOOLS = ("moto[server]>=5.0", "trove-classifiers")
+
+
+@nox.session
+def packages(session: nox.Session) -> None:
+    """The four distributions as a user gets them (``tests/packaging``, marker ``packaging``).
+
+    ``python -m build`` writes every sdist and wheel to ``dist/``, and ``twine check --strict`` checks them. A
+    fresh virtualenv gets the wheels' third-party requirements from the index, then our distributions by
+    name from ``dist/`` alone (``--no-index --find-links dist``), so no name of ours can resolve elsewhere.
+    That virtualenv's interpreter runs ``tests/packaging``: license files in wheels and sdists, index
+    metadata, every import declared, and the README's API tour and each package README's example, run from
+    a directory outside the repository. A few minutes on 2 cores, most of it the Spark example's JVM.
+    """
+    session.install("build>=1.2", "twine>=6.1", "packaging>=24", "uv>=0.9,<1")
+    wheels = [_with_every_extra(p) for p in PACKAGES]
+    dist = ROOT / "dist"
+    shutil.rmtree(dist, ignore_errors=True)
+    for package in PACKAGES:
+        session.run("python", "-m", "build", "--installer", "uv", "--outdir", str(dist), package.path)
+    session.run("twine", "check", "--strict", *sorted(str(p) for p in dist.iterdir()))
+    venv = Path(session.create_tmp()) / "clean-venv"
+    shutil.rmtree(venv, ignore_errors=True)
+    session.run("uv", "venv", "--quiet", "--python", str(Path(session.bin) / "python"), str(venv))
+    python = str(venv / "bin" / "python")
+    requirements = str(venv.parent / "wheel-requirements.txt")
+    session.run(
+        "python", "tests/packaging/wheel_requirements.py", str(dist), *wheels, "--output", requirements
+    )
+    session.run("uv", "pip", "install", "--python", python, "-r", requirements, *PACKAGING_TEST_TOOLS)
+    session.run("uv", "pip", "install", "--python", python, "--no-index", "--find-links", str(dist), *wheels)
+    session.run(
+        python, "-m", "pytest", "tests/packaging", "-m", "packaging", *session.posargs,
+        env={"PAIMON_DIST_DIR": str(dist)}, external=True,
+    )  # fmt: skip
+
+
+@nox.session(python=INTERPRETERS.get("3.10"))
+def lowest(session: nox.Session) -> None:
+    """paimon-core's whole test suite on the lowest versions its metadata allows: Python 3.10 (when
+    installed) and uv's ``--resolution lowest-direct`` for paimon-core with every extra and the test tools.
+
+    ``tests/packaging/lowest_versions.py`` first checks that each direct requirement is installed at its
+    lower bound, so the run cannot silently test newer versions. The highest versions are what every other
+    session resolves.
+    """
+    if session.venv_backend != "uv":
+        session.error("the lowest session needs uv (its --resolution lowest-direct); run it through ./dev")
+    core = BY_DIR["core"]
+    session.install("--resolution", "lowest-direct", "-e", core.requirement(), *_test_deps())
+    session.run("python", "tests/packaging/lowest_versions.py", f"{core.dist}[{core.extras}]")
+    session.run("pytest", "packages/core/tests", *session.posargs)
 
 
 @nox.session

@@ -46,9 +46,10 @@ def test_the_packages_are_the_installed_wheels() -> None:
     for dist, (_, module_name) in DISTRIBUTIONS.items():
         module = importlib.import_module(module_name)
         location = Path(module.__file__ or "").resolve()
-        assert ROOT not in location.parents, (
-            f"{module_name} comes from the checkout ({location}), not a wheel"
+        assert Path(sys.prefix).resolve() in location.parents, (
+            f"{module_name} is not installed here: {location}"
         )
+        assert ROOT / "packages" not in location.parents, f"{module_name} comes from the checkout: {location}"
         assert md.distribution(dist).read_text("direct_url.json") is None, f"{dist} was installed by path"
         assert md.version(dist) == module.__version__
 

@@ -1,6 +1,6 @@
-"""Print the third-party requirements of our wheels, one per line, for the given requirements of ours.
+"""Write the third-party requirements of our wheels, one per line, for the given requirements of ours.
 
-    python wheel_requirements.py DIST_DIR 'paimon-core[pandas]' 'paimon-storage[all]' paimon-spark
+    python wheel_requirements.py DIST_DIR 'paimon-core[pandas]' 'paimon-storage[all]' --output reqs.txt
 
 The ``packages`` nox session installs these from the package index first, then our distributions by name
 with ``--no-index --find-links DIST_DIR``: so no name of ours can ever resolve to an index. Markers are
@@ -9,6 +9,7 @@ evaluated for the running interpreter, extras of our own distributions followed.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import zipfile
 from email.parser import Parser
@@ -56,8 +57,13 @@ def third_party(ours: dict[str, list[Requirement]], wanted: list[Requirement]) -
 
 
 def main(argv: list[str]) -> None:
-    dist_dir, *wanted = argv
-    print("\n".join(third_party(wheel_metadata(Path(dist_dir)), [Requirement(w) for w in wanted])))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dist_dir", type=Path)
+    parser.add_argument("wanted", nargs="+", help="requirements of ours, e.g. 'paimon-core[pandas]'")
+    parser.add_argument("--output", type=Path, required=True, help="the requirements file to write")
+    args = parser.parse_args(argv)
+    found = third_party(wheel_metadata(args.dist_dir), [Requirement(w) for w in args.wanted])
+    args.output.write_text("".join(f"{line}\n" for line in found), encoding="utf-8")
 
 
 if __name__ == "__main__":
