@@ -11,12 +11,13 @@ For each size (``--sizes``; 1,000 and 20,000 live files by default, ``--full`` a
    and committing never open them). The same table, copied, is where each implementation then works.
 2. Each implementation appends ``--commits`` times (one commit of a few rows into one random partition, the same
    sequence for both) after one warm-up append, through its public API, ``--commit-repeat`` times on fresh
-   copies of the table; the latency of each ``append`` (data file and commit), as the best of its runs, gives
+   copies of the table, the implementations taking turns round by round (so both meet the same load of a
+   shared machine); the latency of each ``append`` (data file and commit), as the best of its runs, gives
    median and p99 (the best of the runs drops what other processes on the machine cost; a merge costs the same
    commit of every run). The first run's own median and p99 are reported too.
 3. On the resulting tables: a full scan plan and a plan of one partition (``dt = <value>``), each in a fresh
-   process (nothing cached), best of ``--repeat`` for time; the peak of Python allocations (tracemalloc) in
-   one more run.
+   process (nothing cached), the implementations taking turns, best of ``--repeat`` for time; the peak of
+   Python allocations (tracemalloc) in one more run.
 
 Targets (issue "Performance at scale"): commit p99 ≤ 3x the median at every size; from 20,000 files up, a
 single-partition plan ≤ 0.2x the full plan's time and ≤ 0.5x pypaimon's; a full plan ≤ 0.5x pypaimon's.
@@ -238,10 +239,12 @@ def measure_size(args: argparse.Namespace, work: Path, files: int, impls: dict[s
     sequence = [values[rng.randrange(len(values))] for _ in range(args.commits + 1)]
     one = values[len(values) // 3]
     out: dict[str, Any] = {"files": files, "build_s": built, "impls": {}}
-    for impl, python in impls.items():
-        warehouse = work / f"{impl}-{files}"
-        runs: list[list[float]] = []
-        for _ in range(args.commit_repeat):  # the same sequence on fresh copies; the last copy stays
+    # Every round runs each implementation once, one after the other, so that both meet the same load of a
+    # shared machine; a round's commit runs work on fresh copies of the table (the last copy stays).
+    runs: dict[str, list[list[float]]] = {impl: [] for impl in impls}
+    for _ in range(args.commit_repeat):
+        for impl, python in impls.items():
+            warehouse = work / f"{impl}-{files}"
             shutil.rmtree(warehouse, ignore_errors=True)
             shutil.copytree(base, warehouse)
             job: dict[str, Any] = {
@@ -250,11 +253,24 @@ def measure_size(args: argparse.Namespace, work: Path, files: int, impls: dict[s
                 "warehouse": str(warehouse),
                 "sequence": sequence,
             }
-            runs.append(run_worker(python, job)["latencies"])
+            runs[impl].append(run_worker(python, job)["latencies"])
+    plans: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for trace in [False] * args.repeat + [True]:  # best of the untraced plans; the traced one for memory
+        for impl, python in impls.items():
+            for label, value in (("full", None), ("one", one)):
+                plan_job = {
+                    "kind": "plan",
+                    "impl": impl,
+                    "warehouse": str(work / f"{impl}-{files}"),
+                    "value": value,
+                    "trace": trace,
+                }
+                plans.setdefault((impl, label), []).append(run_worker(python, plan_job))
+    for impl in impls:
         # Commit i's latency is its best over the runs: noise from other processes goes, while what a commit
         # itself costs (a merge) comes back at the same commit in every run.
-        latencies = [min(values) for values in zip(*runs, strict=True)]
-        single = runs[0]
+        latencies = [min(values) for values in zip(*runs[impl], strict=True)]
+        single = runs[impl][0]
         figures: dict[str, Any] = {
             "commit_median_s": statistics.median(latencies),
             "commit_p99_s": percentile(latencies, 0.99),
@@ -264,23 +280,15 @@ def measure_size(args: argparse.Namespace, work: Path, files: int, impls: dict[s
             "single_run_p99_s": percentile(single, 0.99),
             "commit_latencies_s": latencies,
         }
-        for label, value in (("full", None), ("one", one)):
-            plan_job = {
-                "kind": "plan",
-                "impl": impl,
-                "warehouse": str(warehouse),
-                "value": value,
-                "trace": False,
-            }
-            plans = [run_worker(python, plan_job) for _ in range(args.repeat)]
-            traced = run_worker(python, {**plan_job, "trace": True})
-            figures[f"plan_{label}_s"] = min(r["seconds"] for r in plans)
+        for label in ("full", "one"):
+            timed, traced = plans[(impl, label)][:-1], plans[(impl, label)][-1]
+            figures[f"plan_{label}_s"] = min(r["seconds"] for r in timed)
             figures[f"plan_{label}_peak_bytes"] = traced["peak_bytes"]
-            figures[f"plan_{label}_files"] = plans[0]["files"]
+            figures[f"plan_{label}_files"] = timed[0]["files"]
         out["impls"][impl] = figures
         shown = {k: v for k, v in figures.items() if k != "commit_latencies_s"}
         print(f"scale: {files:,} files, {impl}: {json.dumps(shown)}", flush=True)
-        shutil.rmtree(warehouse, ignore_errors=True)
+        shutil.rmtree(work / f"{impl}-{files}", ignore_errors=True)
     shutil.rmtree(base, ignore_errors=True)
     return out
 
@@ -359,6 +367,13 @@ def render(args: argparse.Namespace, env: dict[str, str], sizes: list[dict[str, 
             f"| {_x(s['one_vs_pypaimon'])} | {_x(s['full_vs_pypaimon'])} | {_x(s['one_memory_vs_pypaimon'])} "
             f"| {_x(s['full_memory_vs_pypaimon'])} |"
         )
+    lines += [
+        "",
+        "paimon-core fsyncs the snapshot each commit publishes (`storage.file.fsync = commit`, its default); "
+        "pypaimon does not.",
+        "",
+        f"Load average at the end: {env['load']} (2 cores shared with other jobs: times are pessimistic).",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -426,6 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="paimon-scale-", dir=args.workdir) as tmp:
         for files in sizes:
             results.append(measure_size(args, Path(tmp), files, impls))
+    env["load"] = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     markdown = render(args, env, results)
     print()
     print(markdown)
