@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from paimon_core import Catalog, CommitMessage
@@ -357,6 +358,38 @@ def test_compaction_tasks_share_their_reading_threads(
     assert ids(table) == list(range(600))
     readers = [name for name in started if name.startswith("paimon-compact-read")]
     assert len(readers) <= 4, readers  # one shared pool, however many tasks
+
+
+def test_compactions_judge_the_dictionary_columns_once(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Counting a sample's distinct values per column costs as much as encoding a small bucket's output:
+    # the tasks of a table share one judgement.
+    import pyarrow.compute as pc
+
+    table = catalog.create_table("db.b", SCHEMA, options={**SMALL, "bucket": "8", "bucket-key": "id"})
+    for start in range(0, 24_000, 4000):
+        table.append(rows(start, 4000, keys=("a",)))
+    counted: list[int] = []
+    count_distinct = pc.count_distinct
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        counted.append(1)
+        return count_distinct(*args, **kwargs)
+
+    monkeypatch.setattr(pc, "count_distinct", counting)
+    compact_table(table, progress=False)
+    entries = table.live_entries()
+    assert len(entries) == 8
+    assert len(counted) <= len(SCHEMA.names)  # once per column, not per bucket
+    assert ids(table) == list(range(24_000))
+    for entry in entries:  # the judgement holds in every output: k (one value) in a dictionary, id plain
+        path = Path(table.bucket_dir(entry.partition, entry.bucket)) / entry.file.file_name
+        chunk = {
+            c.path_in_schema: c
+            for c in (pq.ParquetFile(path).metadata.row_group(0).column(i) for i in range(3))
+        }
+        assert chunk["k"].has_dictionary_page and not chunk["id"].has_dictionary_page
 
 
 def delta_adds(table: Any, snapshot: Any) -> list[Any]:

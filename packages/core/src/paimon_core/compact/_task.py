@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from paimon_core.manifest import DataFileMeta, FileSource
-from paimon_core.table import CommitMessage, DataFileWriter, DataSplit, TableRead
+from paimon_core.table import CommitMessage, DataFileWriter, DataSplit, DictionaryChoice, TableRead
 
 if TYPE_CHECKING:
     from paimon_core.table import Table
@@ -32,7 +32,8 @@ logger = logging.getLogger(__name__)
 _PREFETCH_BYTES = 64 << 20  # compressed input bytes read ahead of the writer
 _READ_THREADS = 4
 _read_pool: ThreadPoolExecutor | None = None
-_read_pool_lock = threading.Lock()
+_lock = threading.Lock()  # guards the two below
+_dictionary_choices: dict[tuple[str, int], DictionaryChoice] = {}
 # Encode a row group once this much is buffered, so writing overlaps the reads of the next inputs.
 _FLUSH_BYTES = 16 << 20
 
@@ -73,7 +74,7 @@ def _reader_threads() -> ThreadPoolExecutor:
     files (a bucket's) should not pay for starting threads, and tasks running side by side share the CPUs
     anyway. Nothing running on them waits for this pool."""
     global _read_pool
-    with _read_pool_lock:
+    with _lock:
         if _read_pool is None:
             _read_pool = ThreadPoolExecutor(
                 max_workers=_READ_THREADS, thread_name_prefix="paimon-compact-read"
@@ -111,6 +112,18 @@ def read_files(
             future.cancel()
 
 
+def _dictionary_choice(table: Table) -> DictionaryChoice:
+    """The choice of dictionary-encoded columns that every compaction of the table's current schema in this
+    process shares: judging it counts the distinct values of each column of a sample, which cost as much as
+    encoding the output of a bucket of small files, once per task."""
+    key = (table.path, table.schema.id)
+    with _lock:
+        choice = _dictionary_choices.get(key)
+        if choice is None:
+            choice = _dictionary_choices[key] = DictionaryChoice(table.options)
+        return choice
+
+
 def _new_writer(
     table: Table, partition: bytes, bucket: int, first_sequence: int, file_source: int
 ) -> DataFileWriter:
@@ -122,6 +135,7 @@ def _new_writer(
         next_seq=first_sequence,
         target_size=table.options.target_file_size(bool(table.schema.primary_keys)),
         file_source=file_source,
+        dictionary=_dictionary_choice(table),
     )
 
 

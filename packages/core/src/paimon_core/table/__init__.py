@@ -30,7 +30,7 @@ from paimon_core.table._stream import (
 from paimon_core.table._system import DATA_VIEWS, SYSTEM_TABLES, SystemTable, split_system_name
 from paimon_core.table._table import Table, open_table
 from paimon_core.table._views import AuditLogTable, DataView, ReadOptimizedTable, data_view
-from paimon_core.table._write import DataFileWriter, TableWrite
+from paimon_core.table._write import DataFileWriter, DictionaryChoice, TableWrite
 from paimon_core.table.mergetree import (
     KeyValueTableRead,
     KeyValueTableWrite,
@@ -50,6 +50,7 @@ __all__ = [
     "DataFileWriter",
     "DataSplit",
     "DataView",
+    "DictionaryChoice",
     "KeyValueTableRead",
     "KeyValueTableWrite",
     "MergeTreeCompactTask",
