@@ -206,7 +206,7 @@ def test_streaming_killed_driver_restarts_from_checkpoint_exactly_once(
     """The driver dies in the middle of the initial full read (2 files per trigger); the restart from the
     checkpoint finishes it and the later appends, each row exactly once."""
     warehouse = str(tmp_path / "wh")
-    catalog = Catalog.open(warehouse)
+    catalog = Catalog.open(warehouse, create=True)
     catalog.create_database("db")
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False)])
     # Write-only: inline compaction would merge the initial files into one, and the full read into one batch.
@@ -247,7 +247,7 @@ def test_primary_key_tables_on_the_cluster(cluster: Cluster, tmp_path: Path) -> 
     """Several executors write one bucket through the data source (the driver compacts it once) and one writer
     per bucket through paimon_spark.write; an update-mode word count restarts from its checkpoint."""
     warehouse = str(tmp_path / "wh")
-    catalog = Catalog.open(warehouse)
+    catalog = Catalog.open(warehouse, create=True)
     catalog.create_database("db")
     sums = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.int64())])
     options = {

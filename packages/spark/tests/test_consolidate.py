@@ -19,7 +19,7 @@ SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.
 
 
 def make_table(tmp_path: Path, **options: str) -> Table:
-    catalog = Catalog.open(str(tmp_path / "wh"))
+    catalog = Catalog.open(str(tmp_path / "wh"), create=True)
     catalog.create_database("db")
     return catalog.create_table("db.t", SCHEMA, primary_keys=["k"], options=options)
 
