@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from paimon_core import Catalog
-from paimon_core.errors import ConfigError
+from paimon_core.errors import ConfigError, DataFileError
 from paimon_core.table import Table
 from paimon_core.table._split import group_rows, pieces
 
@@ -294,3 +294,16 @@ def test_float_keys_with_nan_are_grouped_apart() -> None:
     groups = {k: part.num_rows for k, part in group_rows(batch, [batch.column("k")])}
     assert groups[(1.0,)] == 2 and groups[(None,)] == 1
     assert [n for k, n in groups.items() if k[0] is not None and math.isnan(k[0])] == [1]
+
+
+def test_a_failed_commit_leaves_no_data_files(catalog: Catalog) -> None:
+    schema = pa.schema([("dt", pa.string()), ("id", pa.int64())])
+    table = catalog.create_table("db.failing", schema, partition_keys=["dt"])
+    write = table.new_write()
+    # files are written at prepare_commit, several writers at once; the second partition's directory
+    # name is too long for the file system
+    write.write(pa.table({"dt": ["ok"] * 3 + ["x" * 300] * 3, "id": range(6)}, schema=schema))
+    with pytest.raises(DataFileError):
+        write.prepare_commit()
+    write.abort()
+    assert _data_files(table) == []

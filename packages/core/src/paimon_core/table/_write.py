@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _STATS_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="paimon-stats")
+_CLOSE_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="paimon-write")
 _FILE_SOURCE_APPEND = 0
 # pyarrow 20 added the page row limit (parquet.page.row.count.limit); older versions cut pages by size only.
 _LIMITS_PAGE_ROWS = "max_rows_per_page" in inspect.signature(pq.ParquetWriter.__init__).parameters
@@ -613,13 +614,7 @@ class TableWrite:
         whoever gathers their messages applies it once (``paimon_core.compact.precommit_compact``), as
         :meth:`Table.append` does.
         """
-        # Writers holding only memory first; a spilled one reads a row group back at a time, after making
-        # room for it, and closes its file before the next starts (as Java Paimon's buffered writers).
-        closed = {}
-        for key, writer in sorted(self._writers.items(), key=lambda item: bool(item[1].spilled)):
-            if writer.spilled:
-                self._bound_buffers(self._memory.buffered_bytes - writer.group_bytes, keep=writer)
-            closed[key] = writer.close()
+        closed = self._close_writers()
         self._spills.close()
         messages = []
         for (partition, bucket), files in ((key, closed[key]) for key in self._writers):
@@ -639,6 +634,41 @@ class TableWrite:
                     )
                 )
         return messages
+
+    def _close_writers(self) -> dict[tuple[bytes, int], list[DataFileMeta]]:
+        """Every writer's files, closed. Writers holding only memory close two at a time (encoding and
+        compression release the GIL, as ``pyarrow.dataset``'s threads use both cores). Then spilled ones,
+        one at a time: each reads a row group back at a time after making room for it, and closes its file
+        before the next starts (Java Paimon's buffered writers likewise write at prepareCommit). If one
+        fails, the files the others closed are deleted."""
+        closed: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+        try:
+            spilled = [(key, w) for key, w in self._writers.items() if w.spilled]
+            in_memory = [(key, w) for key, w in self._writers.items() if not w.spilled]
+            futures = [(key, _CLOSE_POOL.submit(writer.close)) for key, writer in in_memory]
+            failure: BaseException | None = None
+            for key, future in futures:
+                try:
+                    closed[key] = future.result()
+                except BaseException as exc:  # the others are still waited for, then deleted
+                    failure = failure or exc
+            if failure is not None:
+                raise failure
+            for key, writer in spilled:
+                self._bound_buffers(self._memory.buffered_bytes - writer.group_bytes, keep=writer)
+                closed[key] = writer.close()
+        except BaseException:
+            for key, files in closed.items():
+                directory = self._writers[key].directory
+                for file in files:
+                    try:
+                        self.table.storage.delete(join_path(directory, file.file_name))
+                    except OSError:
+                        logger.warning(
+                            "could not delete %s after a failed write", file.file_name, exc_info=True
+                        )
+            raise
+        return closed
 
     def abort(self, messages: list[CommitMessage] | None = None) -> None:
         """Delete every file this writer (or the given uncommitted messages) created."""
