@@ -17,6 +17,14 @@ Quick tour::
     paimon_spark.delete_from(spark, warehouse="/tmp/wh", table="db.t", where="v IS NULL")
     paimon_spark.update(spark, warehouse="/tmp/wh", table="db.t", set={"v": "upper(v)"}, where="id < 10")
     spark.sql("SELECT * FROM paimon_compact(table => 'db.t', options => 'warehouse=/tmp/wh')")
+
+Paimon's Spark SQL, with ``spark.sql.catalog.paimon.warehouse`` set (docs/spark/spark-sql.md)::
+
+    paimon_spark.sql(spark, "CREATE TABLE paimon.db.t (id BIGINT, v STRING) TBLPROPERTIES ('primary-key' = 'id')")
+    paimon_spark.sql(spark, "INSERT INTO paimon.db.t VALUES (1, 'a')")
+    paimon_spark.sql(spark, "CALL paimon.sys.create_tag(table => 'db.t', tag => 'v1')")
+    paimon_spark.sql(spark, "SELECT * FROM paimon.db.t VERSION AS OF 'v1'")
+    spark.sql("SELECT * FROM paimon.db.`t$snapshots`")   # register(spark) makes spark.sql do the same
 """
 
 from __future__ import annotations
@@ -29,10 +37,24 @@ from paimon_spark._compact import SparkRunner, compact, compact_database
 from paimon_spark._consolidate import SplitKeyError
 from paimon_spark._errors import RemotePaimonError, paimon_error, paimon_errors
 from paimon_spark._merge import MergeCardinalityError, MergeSummary, merge_into
-from paimon_spark._options import SPARK_OVERWRITE_MODE_CONF, SourceConfig, conf_dynamic_options
+from paimon_spark._options import (
+    SESSION_TIME_ZONE_CONF,
+    SPARK_OVERWRITE_MODE_CONF,
+    SourceConfig,
+    conf_dynamic_options,
+)
 from paimon_spark._procedures import register_procedures
 from paimon_spark._rowlevel import delete_from, update
 from paimon_spark._source import SOURCE_NAME, PaimonDataSource, commit_user_for_query
+from paimon_spark._sql import (
+    ProcedureNotFoundError,
+    SqlError,
+    create_view,
+    install_sql,
+    spark_sql,
+    sql,
+    state_of,
+)
 from paimon_spark._types import from_spark_schema, from_spark_type, to_spark_schema, to_spark_type
 from paimon_spark._version import __version__
 from paimon_spark._write import write, write_stream
@@ -42,10 +64,12 @@ __all__ = [
     "MergeCardinalityError",
     "MergeSummary",
     "PaimonDataSource",
+    "ProcedureNotFoundError",
     "RemotePaimonError",
     "SourceConfig",
     "SparkRunner",
     "SplitKeyError",
+    "SqlError",
     "__version__",
     "commit_user_for_query",
     "compact",
@@ -60,6 +84,7 @@ __all__ = [
     "paimon_errors",
     "register",
     "register_procedures",
+    "sql",
     "to_spark_schema",
     "to_spark_type",
     "update",
@@ -76,8 +101,13 @@ _ARROW_BATCH_BYTES_CONF = "spark.sql.execution.arrow.maxBytesPerBatch"
 _NO_BYTE_CHECK = str(2**31 - 1)
 
 
-def register(spark: SparkSession) -> type[PaimonDataSource]:
-    """Register the ``paimon`` data source and the compaction procedures (UDTFs) with ``spark``.
+def register(spark: SparkSession, *, sql: bool = True) -> type[PaimonDataSource]:
+    """Register the ``paimon`` data source and the compaction procedures (UDTFs) with ``spark``, and (unless
+    ``sql`` is false) make ``spark.sql`` run Paimon's Spark SQL as :func:`paimon_spark.sql` does.
+
+    Replacing the session's ``sql`` method is how ``CREATE TABLE ... USING paimon``, ``CALL sys.*`` and the
+    names of Paimon catalogs reach Python at all: without a JVM component Spark would create a session catalog
+    entry whose options it never passes back to a Python data source, and fail on the rest.
 
     The session's ``paimon.*`` / ``spark.paimon.*`` conf (dynamic options), its
     ``spark.sql.sources.partitionOverwriteMode`` and its ``spark.sql.python.filterPushdown.enabled`` flag
@@ -95,7 +125,8 @@ def register(spark: SparkSession) -> type[PaimonDataSource]:
     captured = {
         k: v
         for k, v in conf.items()
-        if k.startswith(("paimon.", "spark.paimon.")) or k == SPARK_OVERWRITE_MODE_CONF
+        if k.startswith(("paimon.", "spark.paimon."))
+        or k in (SPARK_OVERWRITE_MODE_CONF, SESSION_TIME_ZONE_CONF)
     }
     pushdown = conf.get(_PUSHDOWN_CONF, "false").strip().lower() == "true"
     # A class built here is pickled by value (it is not importable), so the captured values travel along.
@@ -111,6 +142,9 @@ def register(spark: SparkSession) -> type[PaimonDataSource]:
     )
     spark.dataSource.register(source)
     register_procedures(spark)
+    state_of(spark).registered = True
+    if sql:
+        install_sql(spark)
     return source
 
 
@@ -120,12 +154,9 @@ def create_temp_view(spark: SparkSession, view: str, table: str, **options: Any)
 
     The view serves SELECT, INSERT INTO and INSERT OVERWRITE; ``options`` are data source options
     (``warehouse``, Paimon dynamic options, storage options).
+
+    Spark 4.3 plans a Python data source's read once per view: statements run through
+    :func:`paimon_spark.sql` (or ``spark.sql`` after :func:`register`) read the view's table anew, and
+    create the view again after they write to its table, so it shows their rows.
     """
-    pairs = {"table": table, **{k: str(v) for k, v in options.items()}}
-    rendered = ", ".join(f"`{k}` '{_quote(v)}'" for k, v in pairs.items())
-    quoted_view = "`" + view.replace("`", "``") + "`"
-    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {quoted_view} USING {SOURCE_NAME} OPTIONS ({rendered})")
-
-
-def _quote(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("'", "\\'")
+    create_view(spark, spark_sql(spark), view, table, {k: str(v) for k, v in options.items()})

@@ -16,6 +16,12 @@ Options of ``spark.read.format("paimon")`` (keys are case-insensitive, as Spark 
 * ``read.stream.maxfilespertrigger`` / ``read.stream.maxrowspertrigger``: per micro-batch limits;
 * ``mergeSchema`` / ``write.merge-schema``: a write adds the DataFrame's new columns to the table and widens
   column types that the DataFrame widened, before it writes;
+* ``versionAsOf`` / ``timestampAsOf`` (Spark's time travel options): a snapshot id or tag name, and a
+  date-time in the session time zone (captured by ``register``)
+  or Unix seconds; each the same as one of Paimon's ``scan.snapshot-id`` / ``scan.tag-name`` /
+  ``scan.timestamp-millis``, and only one of these may be given;
+* ``overwrite.partition`` (a write in ``overwrite`` mode): ``k=v,k2=v2``, the static partition spec whose
+  partitions the write replaces, as ``INSERT OVERWRITE ... PARTITION (...)``; a write with no rows empties them;
 * every Paimon option (``scan.snapshot-id``, ``consumer-id``, ``bucket``...) is a dynamic option of the
   table; keys under a storage backend's prefixes (``s3.endpoint``...) are storage options, which the backend
   checks against the keys it declares; any other key is refused with a
@@ -28,6 +34,9 @@ entries win, and data source options win over conf.
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
+import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -35,9 +44,17 @@ from paimon_core import Catalog
 from paimon_core import options as opts
 from paimon_core.catalog import check_option_key, split_identifier
 from paimon_core.errors import ConfigError
-from paimon_core.table import Table, open_table
+from paimon_core.table import Table, open_table, split_system_name
+from paimon_core.tag import TagManager
 
-__all__ = ["SourceConfig", "conf_dynamic_options", "is_paimon_option"]
+__all__ = [
+    "OVERWRITE_PARTITION",
+    "TIMESTAMP_AS_OF",
+    "VERSION_AS_OF",
+    "SourceConfig",
+    "conf_dynamic_options",
+    "is_paimon_option",
+]
 
 DEFAULT_CATALOG = "paimon"
 _CONF_PREFIXES = ("spark.paimon.", "paimon.")
@@ -46,6 +63,19 @@ MAX_ROWS_PER_TRIGGER = "read.stream.maxrowspertrigger"
 SPARK_OVERWRITE_MODE_CONF = "spark.sql.sources.partitionOverwriteMode"
 MERGE_SCHEMA_KEYS = ("mergeschema", "write.merge-schema")  # Spark's spelling, and Paimon's
 READ_CHANGELOG = "read.changelog"
+VERSION_AS_OF = "versionAsOf"  # Spark's time travel options
+TIMESTAMP_AS_OF = "timestampAsOf"
+OVERWRITE_PARTITION = "overwrite.partition"
+SESSION_TIME_ZONE_CONF = "spark.sql.session.timeZone"
+# The options that choose the snapshot of a batch read; one at most.
+_TRAVEL_KEYS = (
+    VERSION_AS_OF.lower(),
+    TIMESTAMP_AS_OF.lower(),
+    opts.SCAN_SNAPSHOT_ID.key,
+    opts.SCAN_TAG_NAME.key,
+    opts.SCAN_TIMESTAMP_MILLIS.key,
+    opts.SCAN_TIMESTAMP.key,
+)
 # Options Spark itself reads and also hands to the data source.
 _SPARK_KEYS = ("checkpointlocation", "queryname", "__partition_columns")
 _OWN_KEYS = frozenset(
@@ -60,6 +90,9 @@ _OWN_KEYS = frozenset(
         READ_CHANGELOG,
         MAX_FILES_PER_TRIGGER,
         MAX_ROWS_PER_TRIGGER,
+        VERSION_AS_OF.lower(),
+        TIMESTAMP_AS_OF.lower(),
+        OVERWRITE_PARTITION,
         *MERGE_SCHEMA_KEYS,
         *_SPARK_KEYS,
     }
@@ -122,6 +155,7 @@ class SourceConfig:
     max_rows_per_trigger: int | None = None
     merge_schema: bool = False
     read_changelog: bool = False
+    overwrite_partition: dict[str, str] | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], session_conf: Mapping[str, str] | None = None) -> SourceConfig:
@@ -133,7 +167,11 @@ class SourceConfig:
         lowered = {str(k).lower(): str(v) for k, v in options.items()}
         location = lowered.get("table") or lowered.get("path")
         if not location:
-            raise ConfigError("name the table: .load('db.table') / option('table', ...) or a table path")
+            raise ConfigError(
+                "name the table: .load('db.table') / option('table', ...) or a table path (a table of Spark's "
+                "session catalog made by CREATE TABLE ... USING paimon reaches the data source without its "
+                "options: create Paimon tables with paimon_spark.sql, or spark.sql after paimon_spark.register)"
+            )
         warehouse = lowered.get("warehouse")
         is_path = "/" in location or "://" in location or "\\" in location
         if not is_path and not warehouse:
@@ -157,7 +195,8 @@ class SourceConfig:
         if mode not in ("static", "dynamic"):
             raise ConfigError(f"partitionOverwriteMode must be static or dynamic, got {mode!r}", "mode")
         keys = _names(lowered.get("partition-keys", ""))
-        return cls(
+        travel = _travel_options(lowered, session_conf or {})
+        config = cls(
             location=location,
             warehouse=warehouse,
             catalog=catalog,
@@ -170,6 +209,31 @@ class SourceConfig:
             max_rows_per_trigger=_positive_int(lowered, MAX_ROWS_PER_TRIGGER),
             merge_schema=any(opts.parse_bool(lowered[k]) for k in MERGE_SCHEMA_KEYS if k in lowered),
             read_changelog=opts.parse_bool(lowered.get(READ_CHANGELOG, "false")),
+            overwrite_partition=_partition_spec(lowered.get(OVERWRITE_PARTITION)),
+        )
+        version = lowered.get(VERSION_AS_OF.lower())
+        if version is not None:
+            travel = config.resolve_version(version)
+        if travel:  # the option's choice replaces one the session conf made
+            kept = {k: v for k, v in config.table_options.items() if k not in _TRAVEL_KEYS}
+            config = dataclasses.replace(config, table_options={**kept, **travel})
+        return config
+
+    def resolve_version(self, version: str) -> dict[str, str]:
+        """``versionAsOf`` as Paimon's scan option: a snapshot id, or the name of a tag.
+
+        Raises:
+            ConfigError: neither a tag nor a snapshot id.
+        """
+        if version.strip().isdigit():  # tag names are never numbers here (core refuses them)
+            return {opts.SCAN_SNAPSHOT_ID.key: version.strip()}
+        base = self.location if self.is_path else split_system_name(self.location)[0]
+        table = self._open(base, {})
+        if TagManager(table.storage, table.path).exists(version):
+            return {opts.SCAN_TAG_NAME.key: version}
+        raise ConfigError(
+            f"versionAsOf {version!r}: {table.identifier} has no tag of that name, and it is no snapshot id",
+            VERSION_AS_OF,
         )
 
     @staticmethod
@@ -200,6 +264,76 @@ class SourceConfig:
         Raises:
             TableNotFoundError: no such table.
         """
+        return self._open(self.location, self.table_options)
+
+    def _open(self, location: str, table_options: Mapping[str, str]) -> Table:
         if self.is_path:
-            return open_table(self.location, self.storage_options, **self.table_options)
-        return self.catalog_handle().get_table(self.location, **self.table_options)
+            return open_table(location, self.storage_options, **table_options)
+        return self.catalog_handle().get_table(location, **table_options)
+
+
+def _partition_spec(text: str | None) -> dict[str, str] | None:
+    """``overwrite.partition``: ``k=v,k2=v2`` into a spec (``""``: the whole table)."""
+    if text is None:
+        return None
+    spec = {}
+    for pair in text.split(","):
+        key, sep, value = pair.partition("=")
+        if not pair.strip():
+            continue
+        if not sep or not key.strip():
+            raise ConfigError(
+                f"{OVERWRITE_PARTITION} {text!r}: expected k=v pairs separated by ','", OVERWRITE_PARTITION
+            )
+        spec[key.strip()] = value.strip()
+    return spec
+
+
+def _travel_options(options: Mapping[str, str], session_conf: Mapping[str, str]) -> dict[str, str]:
+    """``timestampAsOf`` as ``scan.timestamp-millis``, after checking that one snapshot choice at most is given
+    (``versionAsOf`` needs the table: :meth:`SourceConfig.resolve_version`)."""
+    given = [k for k in _TRAVEL_KEYS if k in options]
+    if len(given) > 1:
+        raise ConfigError(f"choose one of the options {', '.join(given)}: each selects the snapshot to read")
+    text = options.get(TIMESTAMP_AS_OF.lower())
+    if text is None:
+        return {}
+    return {
+        opts.SCAN_TIMESTAMP_MILLIS.key: str(_epoch_millis(text, session_conf.get(SESSION_TIME_ZONE_CONF)))
+    }
+
+
+def _epoch_millis(text: str, time_zone: str | None) -> int:
+    """A ``timestampAsOf`` value: Unix seconds, or a date-time (``2024-01-01 12:00:00[.123]``, a date) read in
+    ``time_zone`` (the session's; the local one when unknown) unless it names its own offset."""
+    value = text.strip()
+    if value.lstrip("-").isdigit():
+        return int(value) * 1000
+    try:
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise ConfigError(
+            f"timestampAsOf {text!r}: expected 'yyyy-MM-dd[ HH:mm:ss[.SSS]]' or Unix seconds", TIMESTAMP_AS_OF
+        ) from None
+    if moment.tzinfo is None:
+        zone: dt.tzinfo | None = None
+        try:
+            zone = zoneinfo.ZoneInfo(time_zone) if time_zone else None
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            zone = dt.timezone(_offset(time_zone)) if time_zone else None
+        moment = moment.replace(tzinfo=zone) if zone is not None else moment.astimezone()
+    return int(moment.timestamp() * 1000)
+
+
+def _offset(zone: str) -> dt.timedelta:
+    """Spark's offset zone ids (``+08:00``, ``UTC+8``, ``GMT-05:30``) as an offset.
+
+    Raises:
+        ConfigError: not a zone Spark would accept.
+    """
+    text = zone.upper().removeprefix("UTC").removeprefix("GMT") or "+00:00"
+    sign = -1 if text.startswith("-") else 1
+    hours, _, minutes = text.lstrip("+-").partition(":")
+    if not hours.isdigit() or (minutes and not minutes.isdigit()):
+        raise ConfigError(f"unknown session time zone {zone!r}", SESSION_TIME_ZONE_CONF)
+    return sign * dt.timedelta(hours=int(hours), minutes=int(minutes or 0))

@@ -471,9 +471,13 @@ class PaimonBatchWriter(DataSourceArrowWriter):
         committer = table.new_commit()
         tasks = _per_task(messages)
         if self.overwrite:
-            dynamic = self.config.dynamic_overwrite
+            dynamic, spec = self.config.dynamic_overwrite, self.config.overwrite_partition
             _commit_all(
-                self.config, table, tasks, lambda m: committer.overwrite(m, dynamic=dynamic), overwrite=True
+                self.config,
+                table,
+                tasks,
+                lambda m: committer.overwrite(m, spec, dynamic=dynamic),
+                overwrite=True,
             )
         else:
             _commit_all(self.config, table, tasks, committer.commit)

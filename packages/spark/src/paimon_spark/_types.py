@@ -201,5 +201,7 @@ def from_spark_schema(schema: st.StructType) -> pa.Schema:
     fields = []
     for f in schema.fields:
         paimon_type = from_spark_type(f.dataType, f.nullable)
-        fields.append(pa.field(f.name, to_arrow_type(paimon_type), nullable=f.nullable))
+        comment = f.metadata.get("comment")  # Catalog.create_table keeps it as the column's description
+        metadata = {"comment": comment} if comment else None
+        fields.append(pa.field(f.name, to_arrow_type(paimon_type), nullable=f.nullable, metadata=metadata))
     return pa.schema(fields)

@@ -1,0 +1,28 @@
+"""The errors of the SQL front: statements it cannot run, procedures it does not have."""
+
+from __future__ import annotations
+
+from paimon_core.errors import PaimonError
+
+__all__ = ["ProcedureNotFoundError", "SqlError"]
+
+
+class SqlError(PaimonError, ValueError):
+    """A Paimon statement that is malformed, or whose arguments do not fit what it names.
+
+    Attributes:
+        statement: the statement's text.
+    """
+
+    def __init__(self, message: str, statement: str | None = None) -> None:
+        super().__init__(message)
+        self.statement = statement
+
+
+class ProcedureNotFoundError(SqlError, LookupError):
+    """``CALL`` names a procedure the project does not have; ``known`` lists the ones it has."""
+
+    def __init__(self, name: str, known: list[str], hint: str = "") -> None:
+        super().__init__(f"no procedure sys.{name}{hint}; the procedures are {', '.join(sorted(known))}")
+        self.name = name
+        self.known = known
