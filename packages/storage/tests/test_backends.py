@@ -70,7 +70,7 @@ def test_get_backend_builds_each_backend(
     registry: StorageRegistry, uri: str, options: dict[str, str], cls: type
 ) -> None:
     backend = registry.get_backend(uri, options)
-    assert isinstance(backend, cls)
+    assert isinstance(unwrap(backend), cls)
     assert backend.capabilities == {
         Capability.ATOMIC_CREATE, Capability.LIST, Capability.RANGED_READ, Capability.CROSS_PROCESS
     }  # fmt: skip

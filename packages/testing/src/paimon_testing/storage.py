@@ -44,7 +44,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from paimon_core.storage import Capability, FileInfo, StorageBackend, get_backend, join_path
+from paimon_core.storage import Capability, FileInfo, StorageBackend, get_backend, join_path, unwrap
 
 __all__ = ["RegistryFactory", "StorageBackendTests", "payload"]
 
@@ -72,7 +72,7 @@ def payload(writer: int, round_: int, size: int) -> bytes:
 
 def _require(backend: StorageBackend, capability: Capability, why: str) -> None:
     if capability not in backend.capabilities:
-        pytest.skip(f"{type(backend).__name__} does not declare Capability.{capability.name}: {why}")
+        pytest.skip(f"{type(unwrap(backend)).__name__} does not declare Capability.{capability.name}: {why}")
 
 
 def _attempt(backend: StorageBackend, path: str, data: bytes) -> str:
