@@ -118,11 +118,16 @@ class ChattyBackend(MemoryBackend):
         return super().list_dir(path)
 
 
+def _refuse_to_connect(uri: str, options: Mapping[str, str]) -> StorageBackend:
+    raise SdkError(f"cannot sign in to {uri} with key {options['chatty.secret-key']}")
+
+
 class ChattyPlugin:
     @hookimpl
     def paimon_storage_backends(self) -> list[BackendSpec]:
         spec = BackendSpec("chatty", ("chatty",), lambda uri, options: ChattyBackend(options))
-        return [dataclasses.replace(spec, option_prefixes=("chatty.",))]
+        broken = BackendSpec("chatty-down", ("chattydown",), _refuse_to_connect)
+        return [dataclasses.replace(s, option_prefixes=("chatty.",)) for s in (spec, broken)]
 
 
 def _chatty_registry() -> StorageRegistry:
@@ -152,6 +157,16 @@ def test_credentials_never_show_in_the_message_or_the_chained_cause(chatty: Stor
     for text in (str(error), str(cause), repr(cause)):
         assert SECRET not in text and SAS_SIGNATURE not in text
     assert error.__context__ is None and cause.__cause__ is None and cause.__context__ is None
+
+
+def test_a_backend_that_cannot_be_built(chatty: StorageBackend) -> None:
+    with pytest.raises(StorageError) as raised:
+        _chatty_registry().get_backend("chattydown://box/wh", {"chatty.secret-key": SECRET})
+    assert str(raised.value) == (
+        "chatty-down: cannot set up storage for chattydown://box/wh: SdkError: cannot sign in to "
+        "chattydown://box/wh with key ***"
+    )
+    assert SECRET not in str(raised.value.__cause__)
 
 
 def test_a_builtin_failure_keeps_its_type(chatty: StorageBackend) -> None:

@@ -117,13 +117,13 @@ def storage_error(cause: Exception, what: str, path: str, redact: Redactor) -> S
 
 
 def _describe(cause: Exception, path: str) -> str:
-    if type(cause).__module__ == "builtins" and isinstance(cause, OSError) and cause.strerror:
-        # "[Errno 20] Not a directory: '<the path again>'" says no more than its reason.
-        named = cause.filename is not None and not path.endswith(str(cause.filename))
-        return f"{cause.strerror}: {cause.filename!r}" if named else cause.strerror
     text = " ".join(line.strip() for line in str(cause).splitlines() if line.strip())
-    if type(cause).__module__ == "builtins" and text:
-        return text
+    if isinstance(cause, OSError) and type(cause).__module__ == "builtins":
+        if cause.strerror:
+            # "[Errno 20] Not a directory: '<the path again>'" says no more than its reason.
+            named = cause.filename is not None and not path.endswith(str(cause.filename))
+            return f"{cause.strerror}: {cause.filename!r}" if named else cause.strerror
+        return text or type(cause).__name__  # the Paimon error's class names the kind already
     return f"{type(cause).__name__}: {text}" if text else type(cause).__name__
 
 
