@@ -358,6 +358,14 @@ def bench_scale(session: nox.Session) -> None:
 
 
 @nox.session
+def bench_write(session: nox.Session) -> None:
+    """2M rows into 100 partitions in three input shapes vs ``pyarrow.dataset.write_dataset`` and pypaimon:
+    time, and the writer's peak Arrow memory against ``write-buffer-size`` (``benchmarks/write_bench.py``)."""
+    session.install("-e", "packages/core", PYPAIMON)
+    session.run("python", "benchmarks/write_bench.py", *session.posargs)
+
+
+@nox.session
 def bench_selective_read(session: nox.Session) -> None:
     """Filtered reads (0.1% and 10%) vs raw pyarrow on the same files and pypaimon (``selective_read_bench.py``)."""
     session.install("-e", "packages/core", PYPAIMON)
