@@ -772,7 +772,15 @@ def paimon_sql(spark: Any, warehouse: str) -> Iterator[Callable[[str], Any]]:
     spark.conf.unset(CATALOG_CONF)
 
 
-def _run(paimon_sql: Callable[[str], Any], warehouse: str, example: Example) -> None:
+EXAMPLES = {"ddl": DDL, "alter": ALTER, "write": WRITE, "query": QUERY, "procedure": PROCEDURES}
+
+
+@pytest.mark.parametrize(
+    "example",
+    [e for examples in EXAMPLES.values() for e in examples],
+    ids=[f"{page}-{e.id}" for page, examples in EXAMPLES.items() for e in examples],
+)
+def test_docs_example(paimon_sql: Callable[[str], Any], warehouse: str, example: Example) -> None:
     result = None
     for statement in example.statements:
         result = paimon_sql(statement)
@@ -781,28 +789,3 @@ def _run(paimon_sql: Callable[[str], Any], warehouse: str, example: Example) -> 
         assert sorted((tuple(r) for r in result.collect()), key=repr) == sorted(example.rows, key=repr)
     if example.check is not None:
         example.check(Catalog.open(warehouse))
-
-
-@pytest.mark.parametrize("example", DDL, ids=[e.id for e in DDL])
-def test_ddl(paimon_sql: Callable[[str], Any], warehouse: str, example: Example) -> None:
-    _run(paimon_sql, warehouse, example)
-
-
-@pytest.mark.parametrize("example", ALTER, ids=[e.id for e in ALTER])
-def test_alter(paimon_sql: Callable[[str], Any], warehouse: str, example: Example) -> None:
-    _run(paimon_sql, warehouse, example)
-
-
-@pytest.mark.parametrize("example", WRITE, ids=[e.id for e in WRITE])
-def test_write(paimon_sql: Callable[[str], Any], warehouse: str, example: Example) -> None:
-    _run(paimon_sql, warehouse, example)
-
-
-@pytest.mark.parametrize("example", QUERY, ids=[e.id for e in QUERY])
-def test_query(paimon_sql: Callable[[str], Any], warehouse: str, example: Example) -> None:
-    _run(paimon_sql, warehouse, example)
-
-
-@pytest.mark.parametrize("example", PROCEDURES, ids=[e.id for e in PROCEDURES])
-def test_procedure(paimon_sql: Callable[[str], Any], warehouse: str, example: Example) -> None:
-    _run(paimon_sql, warehouse, example)

@@ -250,3 +250,25 @@ def test_statement_kinds_return_spark_like_frames(with_catalog: Any) -> None:
     run("USE spark_catalog.default")  # Spark's catalog again: t is Spark's name now
     with pytest.raises(Exception, match="TABLE_OR_VIEW_NOT_FOUND"):
         run("SELECT * FROM t").collect()
+
+
+def test_the_sql_surface_over_classic_and_connect(any_spark: Any, warehouse: str) -> None:
+    spark = any_spark
+    spark.conf.set(CATALOG_CONF, warehouse)
+    try:
+        spark.sql("CREATE TABLE paimon.default.t (id INT, v STRING) TBLPROPERTIES ('primary-key' = 'id')")
+        spark.sql("INSERT INTO paimon.default.t VALUES (1, 'a'), (2, 'b')")
+        spark.sql("CALL paimon.sys.create_tag(table => 'default.t', tag => 'one')")
+        spark.sql("UPDATE paimon.default.t SET v = 'B' WHERE id = 2")
+        spark.sql("DELETE FROM paimon.default.t WHERE id = 1")
+        assert _rows(spark.sql("SELECT * FROM paimon.default.t")) == [(2, "B")]
+        assert _rows(spark.sql("SELECT * FROM paimon.default.t VERSION AS OF 'one'")) == [(1, "a"), (2, "b")]
+        kinds = spark.sql(
+            "SELECT commit_kind FROM paimon.default.`t$snapshots` ORDER BY snapshot_id"
+        ).collect()
+        assert [r[0] for r in kinds][:1] == ["APPEND"]
+        assert _rows(spark.sql("SHOW TABLES IN paimon.default")) == [("default", "t", False)]
+    finally:
+        spark.conf.unset(CATALOG_CONF)
+        state = state_of(spark)
+        state.catalog, state.database = None, "default"
