@@ -763,7 +763,14 @@ PROCEDURES = [
 
 @pytest.fixture
 def paimon_sql(spark: Any, warehouse: str) -> Iterator[Callable[[str], Any]]:
-    """``paimon_sql(text)`` runs a statement with the catalog ``paimon`` over ``warehouse``, as current one."""
+    """``paimon_sql(text)`` runs a statement with the catalog ``paimon`` over ``warehouse``, as current one.
+
+    Temporary views other tests left in the shared session are dropped first: an unqualified name resolves to
+    a temporary view before a catalog table, as Spark defines (test_merge_into's view ``S`` would hide ``s``).
+    """
+    for view in spark.catalog.listTables():
+        if view.isTemporary:
+            spark.catalog.dropTempView(view.name)
     spark.conf.set(CATALOG_CONF, warehouse)
     state = state_of(spark)
     paimon_spark.sql(spark, "USE paimon.default")
