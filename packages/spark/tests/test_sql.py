@@ -796,3 +796,18 @@ def test_docs_example(paimon_sql: Callable[[str], Any], warehouse: str, example:
         assert sorted((tuple(r) for r in result.collect()), key=repr) == sorted(example.rows, key=repr)
     if example.check is not None:
         example.check(Catalog.open(warehouse))
+
+
+def test_describe_extended_adds_the_table_details(paimon_sql: Callable[[str], Any], warehouse: str) -> None:
+    paimon_sql(
+        "CREATE TABLE t (id INT, pt STRING) PARTITIONED BY (pt) COMMENT 'orders' "
+        "TBLPROPERTIES ('primary-key' = 'id,pt', 'bucket' = '2')"
+    )
+    plain = [tuple(r) for r in paimon_sql("DESCRIBE t").collect()]
+    extended = [tuple(r) for r in paimon_sql("DESCRIBE EXTENDED t").collect()]
+    assert extended[: len(plain)] == plain
+    details = {r[0]: r[1] for r in extended[len(plain) :]}
+    assert details["Catalog"] == "paimon" and details["Database"] == "default" and details["Table"] == "t"
+    assert details["Primary Key"] == "id,pt" and details["Comment"] == "orders"
+    assert details["Location"] == Catalog.open(warehouse).get_table("default.t").path
+    assert "bucket=2" in details["Table Properties"]
