@@ -25,6 +25,7 @@ from paimon_core.storage import (
     FileInfo,
     MemoryBackend,
     RedactedCause,
+    Redactor,
     StorageBackend,
     StorageRegistry,
     create_plugin_manager,
@@ -190,6 +191,18 @@ def test_storage_errors_and_translated_backends_pickle(chatty: StorageBackend) -
     restored = pickle.loads(pickle.dumps(raised.value))
     assert type(restored) is StoragePermissionError and str(restored) == str(raised.value)
     assert restored.path == "chatty://box/wh/denied"
+
+
+def test_the_redactor_masks_passwords_in_uris_and_connection_strings() -> None:
+    redact = Redactor()  # no secret values known: the shapes of credentials only
+    assert redact("postgresql://u:pw@h/db") == "postgresql://u:***@h/db"
+    assert redact("host=h password='p w' user=u") == "host=h password=*** user=u"
+    assert redact("jdbc:postgresql://h/db?user=u&password=s3cret&ssl=true") == (
+        "jdbc:postgresql://h/db?user=u&password=***&ssl=true"
+    )
+    # No password in these: a container before the account, a port, an IPv6 host.
+    for text in ("abfs://box@account.dfs.core.windows.net/wh", "http://host:9000/x@y", "http://[::1]:9000/"):
+        assert redact(text) == text
 
 
 # --- the command line -----------------------------------------------------------------------------------

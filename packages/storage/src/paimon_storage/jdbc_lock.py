@@ -27,14 +27,13 @@ import contextlib
 import hashlib
 import logging
 import random
-import re
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from paimon_core import options as opts
 from paimon_core.errors import StorageError
-from paimon_core.storage import LockAcquireTimeoutError, LockSpec, hookimpl
+from paimon_core.storage import LockAcquireTimeoutError, LockSpec, Redactor, hookimpl
 from paimon_storage._options import install_hint, require
 
 __all__ = ["SPEC", "TABLE", "JdbcCommitLock", "mask_password", "paimon_commit_locks"]
@@ -59,14 +58,14 @@ WHERE held.acquired_at + held.expire_time * INTERVAL '1 second' < EXCLUDED.acqui
 RETURNING acquired_at
 """
 _RELEASE = f"DELETE FROM {TABLE} WHERE lock_id = %(key)s AND acquired_at = %(token)s"
-_PASSWORD_IN_URI = re.compile(r"(://[^:/@]*:)[^@/]*@")
-_PASSWORD_PARAM = re.compile(r"((?:^|[\s?&])password\s*=\s*)('[^']*'|[^\s&]*)", re.IGNORECASE)
 _MIN_SLEEP_S = 0.01
+_MASK_PASSWORDS = Redactor()
 
 
 def mask_password(text: str) -> str:
-    """``text`` with passwords in URIs (``user:secret@``) and ``password=`` parameters replaced by ``***``."""
-    return _PASSWORD_PARAM.sub(r"\1***", _PASSWORD_IN_URI.sub(r"\1***@", text))
+    """``text`` with passwords in URIs (``user:secret@``) and ``password=`` parameters replaced by ``***``
+    (by core's :class:`~paimon_core.storage.Redactor`, as in storage errors)."""
+    return _MASK_PASSWORDS(text)
 
 
 def _conninfo(uri: str | None) -> str:
@@ -87,7 +86,8 @@ class JdbcCommitLock:
         table_options = opts.Options.of(options)
         uri = table_options.get_option(opts.LOCK_JDBC_URI)
         self._conninfo = _conninfo(uri)
-        self._where = mask_password(self._conninfo) or "<PG* environment>"
+        self._redact = Redactor.of(options)  # jdbc.password's value too, wherever a message repeats it
+        self._where = self._redact(self._conninfo) or "<PG* environment>"
         self._connect_kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": 30}
         user, password = (
             table_options.get_option(opts.JDBC_USER),
@@ -118,7 +118,7 @@ class JdbcCommitLock:
         except self._psycopg.Error as error:
             # libpq's messages name host and user, never the password; the URI may hold one: masked.
             raise StorageError(
-                f"jdbc commit lock: cannot connect to {self._where}: {mask_password(str(error))}"
+                f"jdbc commit lock: cannot connect to {self._where}: {self._redact(str(error))}"
             ) from None
 
     def _ensure_table(self, conn: Any) -> None:
@@ -190,7 +190,7 @@ class JdbcCommitLock:
                     self.release(conn, key, token)
                 except self._psycopg.Error as error:
                     # The lease expires by itself; the action's outcome matters more than this error.
-                    logger.warning("jdbc commit lock %s: release failed: %s", key, mask_password(str(error)))
+                    logger.warning("jdbc commit lock %s: release failed: %s", key, self._redact(str(error)))
 
 
 SPEC = LockSpec(name="jdbc", factory=JdbcCommitLock, install_hint=install_hint("postgres"))

@@ -9,8 +9,9 @@ on keep their type through a subclass (a missing file is a :class:`StorageFileNo
 nothing was written" hold as before.
 
 Neither the message nor the chained cause shows credentials: values of options whose keys name a secret,
-the SDKs' credential environment variables, and signatures in URLs or connection strings (``sig=``,
-``X-Amz-Signature=``, ``AccountKey=``...) become ``***``. A cause whose text held one is replaced by a
+the SDKs' credential environment variables, signatures in URLs or connection strings (``sig=``,
+``X-Amz-Signature=``, ``AccountKey=``, ``password=``...) and passwords in URIs (``user:secret@``) become
+``***``. A cause whose text held one is replaced by a
 :class:`RedactedCause` carrying its type, its redacted text and its traceback.
 
 Streams from ``open_input`` / ``open_output`` are the backend's own; readers translate what they raise while
@@ -59,19 +60,23 @@ _SECRET_ENV = (
     "AZURE_STORAGE_SAS_TOKEN",
     "AZURE_CLIENT_SECRET",
 )
-# Credentials inside texts the SDKs build: signed URLs, connection strings, request headers.
+# Credentials inside texts the SDKs build: signed URLs, connection strings (libpq's quote values with
+# spaces: password = 'p w'), request headers.
 _SECRET_FIELD = re.compile(
     r"((?:AccountKey|SharedAccessSignature|sig|X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token"
-    r"|Signature|AWSAccessKeyId|Credential|password)=)[^&;,\s'\"]+",
+    r"|Signature|AWSAccessKeyId|Credential|password)\s*=\s*)('[^']*'|[^&;,\s'\"]+)",
     re.IGNORECASE,
 )
+# The password of a URI's user information: postgresql://user:secret@host/db.
+_URI_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@/\s]*@")
 _MIN_SECRET_LENGTH = 6  # shorter values ("anon", "true") are settings, and replacing them garbles messages
 MASK = "***"
 
 
 @dataclass(frozen=True)
 class Redactor:
-    """Masks credentials in a text: the given secret values, and credential fields of URLs and strings."""
+    """Masks credentials in a text: the given secret values, credential fields of URLs and connection
+    strings, and passwords in URIs. ``Redactor()`` masks the latter two only."""
 
     secrets: tuple[str, ...] = ()
 
@@ -85,7 +90,8 @@ class Redactor:
     def __call__(self, text: str) -> str:
         for secret in self.secrets:
             text = text.replace(secret, MASK)
-        return _SECRET_FIELD.sub(lambda m: m.group(1) + MASK, text)
+        text = _SECRET_FIELD.sub(lambda m: m.group(1) + MASK, text)
+        return _URI_PASSWORD.sub(lambda m: m.group(1) + MASK + "@", text)
 
 
 class RedactedCause(Exception):
