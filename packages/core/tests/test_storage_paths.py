@@ -6,7 +6,15 @@ import os
 
 import pytest
 
-from paimon_core.storage import join_path, local_path, parent_path, path_name, uri_authority, uri_scheme
+from paimon_core.storage import (
+    join_path,
+    local_path,
+    parent_path,
+    path_name,
+    shown_path,
+    uri_authority,
+    uri_scheme,
+)
 
 
 @pytest.mark.parametrize(
@@ -123,3 +131,12 @@ def test_local_path(uri: str, path: str) -> None:
 def test_local_path_rejects_non_local(uri: str) -> None:
     with pytest.raises(ValueError):
         local_path(uri)
+
+
+def test_shown_path_keeps_both_ends_of_a_very_long_path() -> None:
+    short = "s3://bucket/wh/db.db/t/dt=1/bucket-0/data.parquet"
+    assert shown_path(short) == short
+    long = "s3://bucket/wh/db.db/t/p=" + "x" * 1000 + "/bucket-0/data-1.parquet"
+    shown = shown_path(long)
+    assert shown == long[:150] + "..." + long[-100:]
+    assert shown.endswith("/bucket-0/data-1.parquet") and len(shown) == 253

@@ -42,6 +42,7 @@ from paimon_core.storage._paths import (
     local_path,
     parent_path,
     path_name,
+    shown_path,
     uri_authority,
     uri_scheme,
 )
@@ -106,6 +107,7 @@ __all__ = [
     "path_name",
     "set_default_lock_registry",
     "set_default_registry",
+    "shown_path",
     "unwrap",
     "uri_authority",
     "uri_scheme",

@@ -37,9 +37,10 @@ from paimon_core.errors import (
     StoragePermissionError,
     StorageTimeoutError,
 )
+from paimon_core.storage._paths import shown_path
 from paimon_core.storage._spec import Capability, FileInfo, StorageBackend
 
-__all__ = ["ErrorTranslatingBackend", "RedactedCause", "Redactor", "storage_error", "unwrap"]
+__all__ = ["ErrorTranslatingBackend", "RedactedCause", "Redactor", "storage_error", "translated", "unwrap"]
 
 T = TypeVar("T")
 
@@ -115,11 +116,23 @@ def storage_error(cause: Exception, what: str, path: str, redact: Redactor) -> S
     """The Paimon error for ``cause``, raised by ``what`` (``"s3: cannot read"``) on ``path``; the cause,
     redacted when its text held credentials, is chained. The message is one line and names a very long path
     (a partition value too long for a file name) by its ends."""
-    shown = path if len(path) <= 300 else f"{path[:150]}...{path[-100:]}"
     described = _describe(cause, path)
-    error = _kind(cause)(f"{what} {shown}: {redact(described)}", path)
+    error = _kind(cause)(f"{what} {shown_path(path)}: {redact(described)}", path)
     error.__cause__ = _safe_cause(cause, redact)
     return error
+
+
+def translated(name: str, verb: str, path: str, redact: Redactor, call: Callable[..., T], *args: Any) -> T:
+    """``call(*args)``; a failure other than a Paimon error raises :func:`storage_error`'s error for
+    ``"<name>: cannot <verb>" <path>``."""
+    try:
+        return call(*args)
+    except PaimonError:
+        raise
+    except Exception as exc:
+        failure = exc
+    # Raised outside the handler: the untranslated failure must not stay reachable as __context__.
+    raise storage_error(failure, f"{name}: cannot {verb}", path, redact)
 
 
 def _describe(cause: Exception, path: str) -> str:
@@ -179,14 +192,7 @@ class ErrorTranslatingBackend:
         return repr(self.backend)
 
     def _call(self, verb: str, path: str, call: Callable[..., T], *args: Any) -> T:
-        try:
-            return call(path, *args)
-        except PaimonError:
-            raise
-        except Exception as exc:
-            failure = exc
-        # Raised outside the handler: the untranslated failure must not stay reachable as __context__.
-        raise storage_error(failure, f"{self.name}: cannot {verb}", path, self._redact)
+        return translated(self.name, verb, path, self._redact, call, path, *args)
 
     @property
     def capabilities(self) -> frozenset[Capability]:

@@ -106,6 +106,12 @@ def path_name(path: str) -> str:
     return _clean(rest).rsplit("/", 1)[-1]
 
 
+def shown_path(path: str) -> str:
+    """``path`` as error messages show it: a very long one (a partition value too long for a file name) by
+    its two ends."""
+    return path if len(path) <= 300 else f"{path[:150]}...{path[-100:]}"
+
+
 def local_path(uri: str) -> str:
     """The operating-system path for a ``file`` URI or a plain path.
 

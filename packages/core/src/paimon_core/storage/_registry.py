@@ -16,10 +16,10 @@ from types import ModuleType
 
 import pluggy
 
-from paimon_core.errors import ConfigError, PaimonError, StorageBackendNotFound, StorageError
+from paimon_core.errors import ConfigError, StorageBackendNotFound, StorageError
 from paimon_core.options import close_matches
 from paimon_core.storage import _local, _memory
-from paimon_core.storage._errors import ErrorTranslatingBackend, Redactor, storage_error
+from paimon_core.storage._errors import ErrorTranslatingBackend, Redactor, translated
 from paimon_core.storage._paths import uri_authority, uri_scheme
 from paimon_core.storage._spec import (
     ENTRY_POINT_GROUP,
@@ -215,13 +215,8 @@ class StorageRegistry:
 
     @staticmethod
     def _build(spec: BackendSpec, uri: str, options: Mapping[str, str]) -> StorageBackend:
-        try:
-            return spec.factory(uri, options)
-        except PaimonError:
-            raise
-        except Exception as exc:
-            failure = exc
-        raise storage_error(failure, f"{spec.name}: cannot set up storage for", uri, Redactor.of(options))
+        redact = Redactor.of(options)
+        return translated(spec.name, "set up storage for", uri, redact, spec.factory, uri, options)
 
     def _wrap(self, backend: StorageBackend, spec: BackendSpec, options: Mapping[str, str]) -> StorageBackend:
         # The hook is chained by hand: pluggy would give every implementation the same unwrapped backend.

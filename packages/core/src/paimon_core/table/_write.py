@@ -22,7 +22,7 @@ from paimon_core.errors import DataFileError, PaimonError, StorageError
 from paimon_core.manifest import DataFileMeta, SimpleStats, local_wall_clock_millis
 from paimon_core.partition import partition_path
 from paimon_core.stats import StatsCollector
-from paimon_core.storage import join_path
+from paimon_core.storage import join_path, shown_path
 from paimon_core.table._convert import conform_batch, iter_batches
 from paimon_core.table._hooks import BucketCompaction
 from paimon_core.table._messages import CommitMessage
@@ -255,8 +255,7 @@ class DataFileWriter:
                 raise
             # e.g. a partition value too long for a file name: say which file, without repeating the path
             reason = cause.strerror or (str(cause) if len(str(cause)) < 500 else type(cause).__name__)
-            shown = path if len(path) <= 300 else f"{path[:150]}...{path[-100:]}"
-            raise DataFileError(f"cannot create data file {shown}: {reason}", path) from exc
+            raise DataFileError(f"cannot create data file {shown_path(path)}: {reason}", path) from exc
         file_schema = self.layout.file_schema if self.layout is not None else table.arrow_schema
         assert self.dictionary is not None
         writer = pq.ParquetWriter(
