@@ -375,10 +375,11 @@ def test_compactions_judge_the_dictionary_columns_once(
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         counted.append(1)
+        time.sleep(0.05)  # widens the window in which parallel tasks would each judge
         return count_distinct(*args, **kwargs)
 
     monkeypatch.setattr(pc, "count_distinct", counting)
-    compact_table(table, progress=False)
+    compact_table(table, progress=False, parallelism=4)
     entries = table.live_entries()
     assert len(entries) == 8
     assert len(counted) <= len(SCHEMA.names)  # once per column, not per bucket

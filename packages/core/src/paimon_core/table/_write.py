@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import logging
+import threading
 import uuid
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -388,14 +389,17 @@ class DictionaryChoice:
     def __init__(self, options: opts.Options) -> None:
         self.options = options
         self._chosen: bool | list[str] | None = None
+        # Parallel compaction tasks ask at once: the first judges, the others wait for its answer.
+        self._lock = threading.Lock()
 
     def columns(self, sample: pa.Table) -> bool | list[str]:
-        if self._chosen is not None:
-            return self._chosen
-        chosen = _dictionary_columns(sample, self.options)
-        if sample.num_rows >= _DICTIONARY_MIN_SAMPLE:
-            self._chosen = chosen
-        return chosen
+        with self._lock:
+            if self._chosen is not None:
+                return self._chosen
+            chosen = _dictionary_columns(sample, self.options)
+            if sample.num_rows >= _DICTIONARY_MIN_SAMPLE:
+                self._chosen = chosen
+            return chosen
 
 
 def _dictionary_columns(sample: pa.Table, options: opts.Options) -> bool | list[str]:
@@ -659,13 +663,7 @@ class TableWrite:
         except BaseException:
             for key, files in closed.items():
                 directory = self._writers[key].directory
-                for file in files:
-                    try:
-                        self.table.storage.delete(join_path(directory, file.file_name))
-                    except OSError:
-                        logger.warning(
-                            "could not delete %s after a failed write", file.file_name, exc_info=True
-                        )
+                self._delete([join_path(directory, f.file_name) for f in files], "after a failed write")
             raise
         return closed
 
@@ -673,14 +671,18 @@ class TableWrite:
         """Delete every file this writer (or the given uncommitted messages) created."""
         paths = [p for writer in self._writers.values() for p in writer.abort()]
         self.table.delete_new_files(messages or ())
+        self._delete(paths, "while aborting a write")
+        self._writers.clear()
+        self._spills.close()
+        self._closed = True
+
+    def _delete(self, paths: Iterable[str], when: str) -> None:
+        """Delete files of this write; one that cannot be deleted is logged (it is an orphan)."""
         for path in paths:
             try:
                 self.table.storage.delete(path)
             except OSError:
-                logger.warning("could not delete %s while aborting a write", path, exc_info=True)
-        self._writers.clear()
-        self._spills.close()
-        self._closed = True
+                logger.warning("could not delete %s %s", path, when, exc_info=True)
 
     def close(self) -> None:
         self._spills.close()
