@@ -7,7 +7,13 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from paimon_core.table.mergetree._merge import MergeEngine, group_ids, merge_order, sort_indices_nulls_first
+from paimon_core.table.mergetree._merge import (
+    MergeEngine,
+    group_ids,
+    merge_in_order,
+    merge_order,
+    sort_indices_nulls_first,
+)
 
 __all__ = ["merge_sorted_runs"]
 
@@ -38,11 +44,10 @@ def merge_sorted_runs(
         lasts = pa.concat_tables([t.slice(t.num_rows - 1) for t in tables]).select(keys)
         bound = int(sort_indices_nulls_first(lasts, [(k, "ascending") for k in keys])[0].as_py())
         indices = merge_order(combined, keys, sequence_fields, descending)
-        ordered = combined.take(indices)
-        groups = group_ids(ordered, keys)
+        groups = group_ids(combined.select(keys).take(indices), keys)
         position = int(np.flatnonzero(indices.to_numpy() == ends[bound] - 1)[0])
         cut = int(np.searchsorted(groups, groups[position], side="right"))
-        yield engine.merge(ordered.slice(0, cut), groups[:cut])
+        yield merge_in_order(combined, indices.slice(0, cut), keys, engine, groups[:cut])
         taken = np.bincount(
             np.searchsorted(ends, indices.slice(0, cut).to_numpy(), side="right"), minlength=len(live)
         )

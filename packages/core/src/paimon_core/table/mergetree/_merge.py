@@ -35,6 +35,7 @@ __all__ = [
     "UPDATE_BEFORE",
     "MergeEngine",
     "merge_engine",
+    "merge_in_order",
     "merge_order",
     "order_records",
 ]
@@ -88,7 +89,12 @@ def group_ids(ordered: pa.Table, key_columns: Sequence[str]) -> Indices:
     rows = ordered.num_rows
     boundary = np.zeros(max(rows - 1, 0), dtype=bool)
     for name in key_columns:
-        column = ordered.column(name).combine_chunks()
+        column = ordered.column(name)
+        if column.null_count == 0 and _numpy_comparable(column.type):
+            values = column.to_numpy()
+            boundary |= values[1:] != values[:-1]
+            continue
+        column = column.combine_chunks()
         before, after = column.slice(0, rows - 1), column.slice(1)
         differs = pc.fill_null(pc.not_equal(after, before), True)
         both_null = pc.and_(pc.is_null(after), pc.is_null(before))
@@ -97,11 +103,54 @@ def group_ids(ordered: pa.Table, key_columns: Sequence[str]) -> Indices:
     return np.concatenate([[0], np.cumsum(boundary)]).astype(np.int64)
 
 
+def _numpy_comparable(data_type: pa.DataType) -> bool:
+    # Keys numpy compares exactly and cheaply (floats are left to Arrow: NaN keys must group together).
+    return bool(pa.types.is_integer(data_type) or pa.types.is_temporal(data_type))
+
+
+def merge_in_order(
+    records: pa.Table,
+    order: pa.Array,
+    key_columns: Sequence[str],
+    engine: MergeEngine,
+    groups: Indices | None = None,
+) -> pa.Table:
+    """Merge ``records`` given the indices that put them into merge order (see :func:`merge_order`), and
+    the group id of each ordered row when the caller has them.
+
+    An engine that only picks records sees the ordered keys and row kinds, and the picked records are
+    taken once: the value columns are never reordered as a whole.
+    """
+    if records.num_rows == 0:
+        return records
+    if isinstance(engine, SelectingEngine):
+        if groups is None:
+            groups = group_ids(records.select(list(key_columns)).take(order), key_columns)
+        kinds: npt.NDArray[np.int8] = records.column(VALUE_KIND).to_numpy()[order.to_numpy()]
+        chosen = engine.select(kinds, groups)
+        return records.take(order.take(pa.array(chosen)))
+    ordered = records.take(order)
+    return engine.merge(ordered, group_ids(ordered, key_columns) if groups is None else groups)
+
+
 # --- per-group index arithmetic (groups are non-decreasing) ----------------------------------------------
 
 
 def _group_count(groups: Indices) -> int:
     return int(groups[-1]) + 1 if len(groups) else 0
+
+
+def _group_ends(groups: Indices) -> npt.NDArray[np.bool_]:
+    """Whether each row is the last of its group."""
+    ends: npt.NDArray[np.bool_] = np.r_[groups[1:] != groups[:-1], True]
+    return ends
+
+
+def _singles(groups: Indices) -> npt.NDArray[np.bool_]:
+    """Whether each row is the only record of its group."""
+    starts: npt.NDArray[np.bool_] = np.r_[True, groups[1:] != groups[:-1]]
+    single: npt.NDArray[np.bool_] = starts & _group_ends(groups)
+    return single
 
 
 def _kinds(records: pa.Table) -> npt.NDArray[np.int8]:
@@ -126,12 +175,6 @@ def _assemble(
         else:
             arrays.append(columns[field.name])
     return pa.Table.from_arrays(arrays, schema=records.schema)
-
-
-def _keep(records: pa.Table, chosen: Indices) -> tuple[pa.Table, Indices]:
-    """The chosen record of each group (-1: none), with the group ids that have one."""
-    present = chosen >= 0
-    return records.take(pa.array(chosen[present])), np.flatnonzero(present)
 
 
 # --- engines ---------------------------------------------------------------------------------------------
@@ -179,34 +222,59 @@ class MergeEngine(ABC):
         """Merge the groups (each of two records or more); returns the result and each row's group id."""
 
 
-class Deduplicate(MergeEngine):
+class SelectingEngine(MergeEngine):
+    """An engine that keeps one record of a key as it is, or none: it decides from the ordered row kinds
+    and key groups alone, so a caller may take just the records it picks (:func:`merge_in_order`)."""
+
+    def merge_groups(
+        self, records: pa.Table, groups: Indices, passthrough: bool = True
+    ) -> tuple[pa.Table, Indices]:
+        if records.num_rows == 0:
+            return records, groups
+        chosen = self.select(_kinds(records), groups, passthrough)
+        return records.take(pa.array(chosen)), groups[chosen]
+
+    def _merge(self, records: pa.Table, groups: Indices) -> tuple[pa.Table, Indices]:
+        return self.merge_groups(records, groups, passthrough=False)
+
+    @abstractmethod
+    def select(self, kinds: npt.NDArray[np.int8], groups: Indices, passthrough: bool = True) -> Indices:
+        """The rows (ascending) of the records kept: at most one per group (see :meth:`merge_groups` for
+        ``passthrough``)."""
+
+
+class Deduplicate(SelectingEngine):
     """The last record wins, whatever its kind (a trailing ``-D`` deletes the key)."""
 
     def __init__(self, ignore_delete: bool) -> None:
         self.ignore_delete = ignore_delete
 
-    def _merge(self, records: pa.Table, groups: Indices) -> tuple[pa.Table, Indices]:
-        count = _group_count(groups)
-        mask = np.ones(records.num_rows, dtype=bool)
-        if self.ignore_delete:
-            mask = ~_is_retract(_kinds(records))
-        return _keep(records, last_where(groups, mask, count))
+    def select(self, kinds: npt.NDArray[np.int8], groups: Indices, passthrough: bool = True) -> Indices:
+        if not self.ignore_delete:
+            return np.flatnonzero(_group_ends(groups))
+        keep = ~_is_retract(kinds)
+        if passthrough:
+            keep |= _singles(groups)
+        chosen = last_where(groups, keep, _group_count(groups))
+        return chosen[chosen >= 0]
 
 
-class FirstRow(MergeEngine):
+class FirstRow(SelectingEngine):
     """The first record wins; later versions of a key are dropped."""
 
     def __init__(self, ignore_delete: bool) -> None:
         self.ignore_delete = ignore_delete
 
-    def _merge(self, records: pa.Table, groups: Indices) -> tuple[pa.Table, Indices]:
-        retract = _is_retract(_kinds(records))
-        if retract.any() and not self.ignore_delete:
+    def select(self, kinds: npt.NDArray[np.int8], groups: Indices, passthrough: bool = True) -> Indices:
+        retract = _is_retract(kinds)
+        single = _singles(groups) if passthrough else np.zeros(len(groups), dtype=bool)
+        if not self.ignore_delete and (retract & ~single).any():
             raise MergeError(
                 "the first-row merge engine cannot accept -U/-D records; set 'ignore-delete' = 'true' "
                 "to drop them"
             )
-        return _keep(records, first_where(groups, ~retract, _group_count(groups)))
+        chosen = first_where(groups, ~retract | single, _group_count(groups))
+        return chosen[chosen >= 0]
 
 
 _PARTIAL_UPDATE_DELETE_HELP = (

@@ -26,7 +26,13 @@ from paimon_core.table._scan import DataSplit
 from paimon_core.table.mergetree._changelog import LeveledRecords, drop_superseded
 from paimon_core.table.mergetree._layout import SEQUENCE_NUMBER, VALUE_KIND, KeyValueLayout, is_add
 from paimon_core.table.mergetree._levels import SortedRun, interval_partition
-from paimon_core.table.mergetree._merge import FirstRow, MergeEngine, merge_engine, order_records
+from paimon_core.table.mergetree._merge import (
+    FirstRow,
+    MergeEngine,
+    merge_engine,
+    merge_in_order,
+    merge_order,
+)
 
 if TYPE_CHECKING:
     from paimon_core.table._table import Table
@@ -50,13 +56,14 @@ def merge_records(
     records: pa.Table, layout: KeyValueLayout, engine: MergeEngine, descending: bool
 ) -> pa.Table:
     """Order ``records`` (any number of runs) and merge them into one record per key (retractions kept)."""
-    ordered, groups = order_records(records, layout.key_names, layout.sequence_fields, descending)
-    return engine.merge(ordered, groups)
+    order = merge_order(records, layout.key_names, layout.sequence_fields, descending)
+    return merge_in_order(records, order, layout.key_names, engine)
 
 
 def only_adds(records: pa.Table) -> pa.Table:
     """The records that are rows (``+I``/``+U``); retractions hide older data and are dropped at read."""
-    return records.filter(is_add(records.column(VALUE_KIND)))
+    adds = is_add(records.column(VALUE_KIND))
+    return records if pc.all(adds).as_py() is not False else records.filter(adds)
 
 
 class KeyValueTableRead(TableRead):
