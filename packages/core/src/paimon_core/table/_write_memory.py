@@ -59,10 +59,6 @@ class SpillDirectory:
         self._counter = 0
         self.disk_bytes = 0  # the size of every live spill file, for ``write-buffer-spill.max-disk-size``
 
-    @property
-    def path(self) -> str | None:
-        return self._path
-
     def new_file(self) -> str:
         if self._path is None:
             self._path = tempfile.mkdtemp(prefix=self._prefix)
@@ -95,7 +91,6 @@ class SpilledBatches:
         self.directory = directory
         self._options = pa.ipc.IpcWriteOptions(compression=None if compression == "none" else compression)
         self._runs: list[_Run] = []
-        self.nbytes = 0  # the batches' in-memory size
 
     def __bool__(self) -> bool:
         return bool(self._runs)
@@ -107,14 +102,13 @@ class SpilledBatches:
         with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, schema, options=self._options) as out:
             for batch in batches:
                 out.write_batch(batch)
-                self.nbytes += batch.nbytes
         run = _Run(path, os.path.getsize(path))
         self._runs.append(run)
         self.directory.disk_bytes += run.disk_bytes
 
     def drain(self) -> Iterator[pa.RecordBatch]:
         """Every spilled batch in order; each file is deleted once read (all of them if the caller stops)."""
-        runs, self._runs, self.nbytes = self._runs, [], 0
+        runs, self._runs = self._runs, []
         try:
             for run in runs:
                 with pa.memory_map(run.path) as source:
@@ -128,7 +122,7 @@ class SpilledBatches:
 
     def discard(self) -> None:
         """Delete every spilled file."""
-        runs, self._runs, self.nbytes = self._runs, [], 0
+        runs, self._runs = self._runs, []
         for run in runs:
             self._remove(run)
 
