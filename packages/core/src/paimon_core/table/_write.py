@@ -257,13 +257,11 @@ class DataFileWriter:
             # e.g. a partition value too long for a file name: say which file, without repeating the path
             reason = cause.strerror or (str(cause) if len(str(cause)) < 500 else type(cause).__name__)
             raise DataFileError(f"cannot create data file {shown_path(path)}: {reason}", path) from exc
-        file_schema = storage_arrow_schema(
-            self.layout.file_schema if self.layout is not None else table.arrow_schema
-        )
+        file_schema = self.layout.file_schema if self.layout is not None else table.arrow_schema
         assert self.dictionary is not None
         writer = pq.ParquetWriter(
             stream,
-            file_schema,
+            storage_arrow_schema(file_schema),
             use_dictionary=self.dictionary.columns(sample),
             write_statistics=True,
             **parquet_writer_options(table.options),
@@ -273,7 +271,6 @@ class DataFileWriter:
             table.options.get_option(opts.STATS_MODE),
             _per_field_stats_modes(table.options),
             table.options.get_option(opts.STATS_DENSE_STORE),
-            footer_schema=file_schema,  # min/max as the Parquet writer computed them (stats.py)
         )
         key_value = self.layout.new_file_stats() if self.layout is not None else None
         self._file = _OpenFile(name, path, stream, writer, stats, self.next_seq, key_value)
@@ -292,7 +289,7 @@ class DataFileWriter:
         if open_file.rows == 0:
             self.table.storage.delete(open_file.path)
             return
-        value_stats, stats_cols = open_file.stats.result(open_file.writer.writer.metadata)
+        value_stats, stats_cols = open_file.stats.result()
         min_key, max_key, key_stats = EMPTY_ROW, EMPTY_ROW, SimpleStats.EMPTY
         min_seq, max_seq, deletes = open_file.min_seq, open_file.min_seq + open_file.rows - 1, 0
         key_value = open_file.key_value
