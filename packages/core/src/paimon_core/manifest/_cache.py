@@ -73,6 +73,11 @@ class ManifestCache:
         self._forget(key)
         return None
 
+    def holds(self, key: str) -> bool:
+        """Whether ``key`` is cached (its file is not checked; the order of use is not touched)."""
+        with self._lock:
+            return key in self._entries
+
     def _forget(self, key: str) -> None:
         with self._lock:
             dropped = self._entries.pop(key, None)

@@ -27,6 +27,7 @@ from paimon_core.manifest._cache import manifest_cache
 from paimon_core.predicate import Predicate
 from paimon_core.snapshot import CommitKind, Snapshot
 from paimon_core.stats import decode_stats
+from paimon_core.storage import LocalBackend, unwrap
 from paimon_core.table._planner import BatchScanStart, created_since, resolve_batch_scan, scan_options
 from paimon_core.types import DataField
 
@@ -107,12 +108,25 @@ def _read_entries(
             )
         return read_manifest_file(table.storage, path)
 
-    if len(wanted) > 4:
+    to_decode = [m for m in wanted if not (cached and manifest_cache.holds(table.manifest_path(m.file_name)))]
+    if len(wanted) > 4 and _worth_threads(table, to_decode):
         with ThreadPoolExecutor(max_workers=8) as pool:
             chunks = list(pool.map(read_one, wanted))
     else:
         chunks = [read_one(m) for m in wanted]
     return [e for chunk in chunks for e in chunk]
+
+
+_LOCAL_THREADS_BYTES = 1 << 20
+
+
+def _worth_threads(table: Table, to_decode: Sequence[ManifestFileMeta]) -> bool:
+    """Whether reading manifests on threads pays: they overlap a remote store's round trips (cache hits
+    check their file exists too), but decoding holds the GIL, so on a local disk starting the threads
+    costs more than small manifests take to decode (a plan's first read, or one served by the cache)."""
+    if not isinstance(unwrap(table.storage), LocalBackend):
+        return True
+    return sum(m.file_size for m in to_decode) >= _LOCAL_THREADS_BYTES
 
 
 def live_entries(
