@@ -3,12 +3,17 @@
 The statements are the ones of Paimon's Spark pages (SQL DDL, SQL Alter, SQL Write, SQL Query, Procedures,
 system tables), in a warehouse of their own per example; a few rows of setup make their results visible.
 Each example's last statement is the one whose rows are checked (``rows``), or ``check`` looks at the table.
+The examples that start from ``T_WITH_SNAPSHOTS`` (a table with three snapshots) start from a copy of one
+warehouse those statements made once per module, which spares three Spark jobs each.
 """
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -125,6 +130,12 @@ def _check_consumers(expected: dict[str, int]) -> Callable[[Catalog], None]:
 
 def _check_latest(snapshot: int) -> Callable[[Catalog], None]:
     return lambda catalog: _check_equal(_table(catalog, "default.T").snapshot_manager.latest_id(), snapshot)
+
+
+def _rollback(example_id: str, *statements: str, to: int) -> Example:
+    """A rollback of ``T_WITH_SNAPSHOTS``'s table: it returns (the latest snapshot before, ``to``), and ``to``
+    is the latest snapshot after."""
+    return Example(example_id, (*T_WITH_SNAPSHOTS, *statements), rows=[(3, to)], check=_check_latest(to))
 
 
 DDL = [
@@ -662,36 +673,23 @@ PROCEDURES = [
         rows=[(True,)],
         check=_check_tags({}),
     ),
-    Example(
+    _rollback(
         "rollback-version-tag",
-        (
-            *T_WITH_SNAPSHOTS,
-            "CALL sys.create_tag(table => 'default.T', tag => 'my_tag', snapshot => 1)",
-            "CALL sys.rollback(table => 'default.T', version => 'my_tag')",
-        ),
-        rows=[(3, 1)],
-        check=_check_latest(1),
+        "CALL sys.create_tag(table => 'default.T', tag => 'my_tag', snapshot => 1)",
+        "CALL sys.rollback(table => 'default.T', version => 'my_tag')",
+        to=1,
     ),
     Example(
         "rollback-version-id",
         (*T_WITH_SNAPSHOTS, "CALL sys.rollback(table => 'default.T', version => 2)", "SELECT * FROM T"),
         rows=[(1, "a"), (2, "b")],
     ),
-    Example(
-        "rollback-snapshot",
-        (*T_WITH_SNAPSHOTS, "CALL sys.rollback(table => 'default.T', snapshot => 2)"),
-        rows=[(3, 2)],
-        check=_check_latest(2),
-    ),
-    Example(
+    _rollback("rollback-snapshot", "CALL sys.rollback(table => 'default.T', snapshot => 2)", to=2),
+    _rollback(
         "rollback-tag",
-        (
-            *T_WITH_SNAPSHOTS,
-            "CALL sys.create_tag(table => 'default.T', tag => 'tag1', snapshot => 1)",
-            "CALL sys.rollback(table => 'default.T', tag => 'tag1')",
-        ),
-        rows=[(3, 1)],
-        check=_check_latest(1),
+        "CALL sys.create_tag(table => 'default.T', tag => 'tag1', snapshot => 1)",
+        "CALL sys.rollback(table => 'default.T', tag => 'tag1')",
+        to=1,
     ),
     Example(
         "rollback-to-flink",
@@ -761,9 +759,9 @@ PROCEDURES = [
 ]
 
 
-@pytest.fixture
-def paimon_sql(spark: Any, warehouse: str) -> Iterator[Callable[[str], Any]]:
-    """``paimon_sql(text)`` runs a statement with the catalog ``paimon`` over ``warehouse``, as current one.
+@contextlib.contextmanager
+def _paimon_session(spark: Any, warehouse: str) -> Iterator[Callable[[str], Any]]:
+    """``run(text)`` runs a statement with the catalog ``paimon`` over ``warehouse``, as current one.
 
     Temporary views other tests left in the shared session are dropped first: an unqualified name resolves to
     a temporary view before a catalog table, as Spark defines (test_merge_into's view ``S`` would hide ``s``).
@@ -773,10 +771,29 @@ def paimon_sql(spark: Any, warehouse: str) -> Iterator[Callable[[str], Any]]:
             spark.catalog.dropTempView(view.name)
     spark.conf.set(CATALOG_CONF, warehouse)
     state = state_of(spark)
-    paimon_spark.sql(spark, "USE paimon.default")
-    yield lambda text: paimon_spark.sql(spark, text)
-    state.catalog, state.database = None, "default"
-    spark.conf.unset(CATALOG_CONF)
+    try:
+        paimon_spark.sql(spark, "USE paimon.default")
+        yield lambda text: paimon_spark.sql(spark, text)
+    finally:
+        state.catalog, state.database = None, "default"
+        spark.conf.unset(CATALOG_CONF)
+
+
+@pytest.fixture(scope="module")
+def t_with_snapshots(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A warehouse after the statements of ``T_WITH_SNAPSHOTS``."""
+    warehouse = tmp_path_factory.mktemp("t-with-snapshots")
+    with _paimon_session(spark, str(warehouse)) as run:
+        for statement in T_WITH_SNAPSHOTS:
+            run(statement)
+    return warehouse
+
+
+@pytest.fixture
+def paimon_sql(spark: Any, warehouse: str) -> Iterator[Callable[[str], Any]]:
+    """``paimon_sql(text)`` runs a statement with the catalog ``paimon`` over ``warehouse``, as current one."""
+    with _paimon_session(spark, warehouse) as run:
+        yield run
 
 
 EXAMPLES = {"ddl": DDL, "alter": ALTER, "write": WRITE, "query": QUERY, "procedure": PROCEDURES}
@@ -787,9 +804,15 @@ EXAMPLES = {"ddl": DDL, "alter": ALTER, "write": WRITE, "query": QUERY, "procedu
     [e for examples in EXAMPLES.values() for e in examples],
     ids=[f"{page}-{e.id}" for page, examples in EXAMPLES.items() for e in examples],
 )
-def test_docs_example(paimon_sql: Callable[[str], Any], warehouse: str, example: Example) -> None:
+def test_docs_example(
+    t_with_snapshots: Path, paimon_sql: Callable[[str], Any], warehouse: str, example: Example
+) -> None:
+    statements = example.statements
+    if statements[: len(T_WITH_SNAPSHOTS)] == T_WITH_SNAPSHOTS:
+        shutil.copytree(t_with_snapshots, warehouse, dirs_exist_ok=True)
+        statements = statements[len(T_WITH_SNAPSHOTS) :]
     result = None
-    for statement in example.statements:
+    for statement in statements:
         result = paimon_sql(statement)
     if example.rows is not None:
         assert result is not None

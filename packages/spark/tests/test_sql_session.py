@@ -140,90 +140,97 @@ def test_spark_time_travel_options(session: Any, warehouse: str) -> None:
         read(versionAsOff=1)
 
 
-ERRORS: list[tuple[str, str, type[Exception], str]] = [
-    (
-        "unknown-table",
-        "SELECT * FROM paimon.default.nope",
-        TableNotFoundError,
-        "'default.nope' does not exist",
-    ),
-    ("unknown-table-near", "SELECT * FROM paimon.default.tt", TableNotFoundError, "did you mean 'default.t'"),
-    ("unknown-database", "USE paimon.nodb", DatabaseNotFoundError, "'nodb' does not exist"),
-    (
-        "unknown-procedure",
-        "CALL sys.expire_snapshot(table => 't')",
-        ProcedureNotFoundError,
-        r"no procedure sys\.expire_snapshot \(did you mean sys\.expire_snapshots\?\)",
-    ),
-    (
-        "unknown-argument",
-        "CALL sys.create_tag(table => 't', tagg => 'x')",
-        SqlError,
-        "has no argument 'tagg' \\(did you mean 'tag'\\?\\)",
-    ),
-    ("missing-argument", "CALL sys.create_tag(table => 't')", SqlError, r"sys\.create_tag needs tag"),
-    (
-        "argument-type",
-        "CALL sys.create_tag(table => 't', tag => 'x', snapshot => 'one')",
-        SqlError,
-        "argument 'snapshot' takes a number, not 'one'",
-    ),
-    (
-        "positional-after-named",
-        "CALL sys.delete_tag(table => 't', 'x')",
-        SqlError,
-        "positional arguments must come before named ones",
-    ),
-    ("too-many-arguments", "CALL sys.delete_tag('t', 'x', 'y')", SqlError, "takes at most 2 arguments"),
-    ("not-sys", "CALL paimon.other.compact('t')", SqlError, r"CALL takes \[catalog\.\]sys\.<procedure>"),
-    ("unknown-catalog", "CALL nope.sys.compact('t')", SqlError, "'nope' is not a Paimon catalog"),
-    ("malformed-call", "CALL sys.compact(table => )", SqlError, "cannot read the call"),
-    (
-        "unknown-table-option",
-        "CREATE TABLE paimon.default.x (id INT) TBLPROPERTIES ('bukcet' = '2')",
-        ConfigError,
-        "unknown option 'bukcet'",
-    ),
-    (
-        "unknown-type",
-        "ALTER TABLE paimon.default.t ALTER COLUMN v TYPE INTEGRAL",
-        SqlError,
-        "unknown type 'INTEGRAL'",
-    ),
-    ("no-columns", "CREATE TABLE paimon.default.x", SqlError, "needs its columns"),
-    ("replace-table", "CREATE OR REPLACE TABLE paimon.default.x (id INT)", SqlError, "not supported"),
-    ("missing-snapshot", "SELECT * FROM paimon.default.t VERSION AS OF 99", SnapshotNotFoundError, "99"),
-    ("missing-tag", "SELECT * FROM paimon.default.t VERSION AS OF 'nope'", TagNotFoundError, "'nope'"),
-    (
-        "insert-arity",
-        "INSERT INTO paimon.default.t VALUES (1)",
-        SqlError,
-        "gives 1 columns, the insert takes 2",
-    ),
-    ("insert-unknown-column", "INSERT INTO paimon.default.t (id, w) VALUES (1, 'x')", SqlError, r"\['w'\]"),
-    (
-        "partition-spec",
-        "INSERT OVERWRITE paimon.default.t PARTITION (v = 'x') VALUES (1)",
-        SqlError,
-        "'v' is not a partition key",
-    ),
-    ("system-table-write", "INSERT INTO paimon.default.`t$snapshots` VALUES (1)", SqlError, "system table"),
-    ("bad-show", "SHOW PARTITIONS paimon.default.t", SqlError, "not partitioned"),
-    ("bad-alter", "ALTER TABLE paimon.default.t ALTER COLUMN v WIDEN", SqlError, "expected TYPE, FIRST"),
-]
+# The statements of each error: (test id, statement, message). None changes the table they share.
+ERRORS: dict[type[Exception], list[tuple[str, str, str]]] = {
+    TableNotFoundError: [
+        ("unknown-table", "SELECT * FROM paimon.default.nope", "'default.nope' does not exist"),
+        ("unknown-table-near", "SELECT * FROM paimon.default.tt", "did you mean 'default.t'"),
+    ],
+    DatabaseNotFoundError: [("unknown-database", "USE paimon.nodb", "'nodb' does not exist")],
+    ProcedureNotFoundError: [
+        (
+            "unknown-procedure",
+            "CALL sys.expire_snapshot(table => 't')",
+            r"no procedure sys\.expire_snapshot \(did you mean sys\.expire_snapshots\?\)",
+        )
+    ],
+    ConfigError: [
+        (
+            "unknown-table-option",
+            "CREATE TABLE paimon.default.x (id INT) TBLPROPERTIES ('bukcet' = '2')",
+            "unknown option 'bukcet'",
+        )
+    ],
+    SnapshotNotFoundError: [("missing-snapshot", "SELECT * FROM paimon.default.t VERSION AS OF 99", "99")],
+    TagNotFoundError: [("missing-tag", "SELECT * FROM paimon.default.t VERSION AS OF 'nope'", "'nope'")],
+    SqlError: [
+        (
+            "unknown-argument",
+            "CALL sys.create_tag(table => 't', tagg => 'x')",
+            r"has no argument 'tagg' \(did you mean 'tag'\?\)",
+        ),
+        ("missing-argument", "CALL sys.create_tag(table => 't')", r"sys\.create_tag needs tag"),
+        (
+            "argument-type",
+            "CALL sys.create_tag(table => 't', tag => 'x', snapshot => 'one')",
+            "argument 'snapshot' takes a number, not 'one'",
+        ),
+        (
+            "positional-after-named",
+            "CALL sys.delete_tag(table => 't', 'x')",
+            "positional arguments must come before named ones",
+        ),
+        ("too-many-arguments", "CALL sys.delete_tag('t', 'x', 'y')", "takes at most 2 arguments"),
+        ("not-sys", "CALL paimon.other.compact('t')", r"CALL takes \[catalog\.\]sys\.<procedure>"),
+        ("unknown-catalog", "CALL nope.sys.compact('t')", "'nope' is not a Paimon catalog"),
+        ("malformed-call", "CALL sys.compact(table => )", "cannot read the call"),
+        (
+            "unknown-type",
+            "ALTER TABLE paimon.default.t ALTER COLUMN v TYPE INTEGRAL",
+            "unknown type 'INTEGRAL'",
+        ),
+        ("no-columns", "CREATE TABLE paimon.default.x", "needs its columns"),
+        ("replace-table", "CREATE OR REPLACE TABLE paimon.default.x (id INT)", "not supported"),
+        ("insert-arity", "INSERT INTO paimon.default.t VALUES (1)", "gives 1 columns, the insert takes 2"),
+        ("insert-unknown-column", "INSERT INTO paimon.default.t (id, w) VALUES (1, 'x')", r"\['w'\]"),
+        (
+            "partition-spec",
+            "INSERT OVERWRITE paimon.default.t PARTITION (v = 'x') VALUES (1)",
+            "'v' is not a partition key",
+        ),
+        ("system-table-write", "INSERT INTO paimon.default.`t$snapshots` VALUES (1)", "system table"),
+        ("bad-show", "SHOW PARTITIONS paimon.default.t", "not partitioned"),
+        ("bad-alter", "ALTER TABLE paimon.default.t ALTER COLUMN v WIDEN", "expected TYPE, FIRST"),
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def one_row_warehouse(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A warehouse whose ``paimon.default.t (id INT, v STRING)`` holds one row, made once for the module."""
+    warehouse = str(tmp_path_factory.mktemp("one-row"))
+    spark.conf.set(CATALOG_CONF, warehouse)
+    try:
+        spark.sql("CREATE TABLE paimon.default.t (id INT, v STRING)")
+        spark.sql("INSERT INTO paimon.default.t VALUES (1, 'a')")
+    finally:
+        spark.conf.unset(CATALOG_CONF)
+    return warehouse
 
 
 @pytest.mark.parametrize(
-    ("statement", "error", "message"), [e[1:] for e in ERRORS], ids=[e[0] for e in ERRORS]
+    ("statement", "error", "message"),
+    [pytest.param(s, error, m, id=i) for error, cases in ERRORS.items() for i, s, m in cases],
 )
 def test_bad_statements_fail_typed(
-    with_catalog: Any, statement: str, error: type[Exception], message: str
+    session: Any, one_row_warehouse: str, statement: str, error: type[Exception], message: str
 ) -> None:
-    spark = with_catalog
-    spark.sql("CREATE TABLE IF NOT EXISTS paimon.default.t (id INT, v STRING)")
-    spark.sql("INSERT INTO paimon.default.t VALUES (1, 'a')")
+    session.conf.set(CATALOG_CONF, one_row_warehouse)
     with pytest.raises(error, match=message):
-        paimon_spark.sql(spark, statement)
+        paimon_spark.sql(session, statement)
+    catalog = Catalog.open(one_row_warehouse)  # the shared table as it was, and no other
+    assert catalog.list_tables("default") == ["t"]
+    assert [s.id for s in catalog.get_table("default.t").snapshots()] == [1]
 
 
 def test_call_needs_a_catalog(session: Any) -> None:
