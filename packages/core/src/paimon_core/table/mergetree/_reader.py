@@ -32,6 +32,7 @@ from paimon_core.table.mergetree._merge import (
     merge_engine,
     merge_in_order,
     merge_order,
+    order_of_runs,
 )
 
 if TYPE_CHECKING:
@@ -53,11 +54,20 @@ _STREAM_ROWS = 1024
 
 
 def merge_records(
-    records: pa.Table, layout: KeyValueLayout, engine: MergeEngine, descending: bool
+    records: pa.Table,
+    layout: KeyValueLayout,
+    engine: MergeEngine,
+    descending: bool,
+    sorted_runs: bool = False,
 ) -> pa.Table:
-    """Order ``records`` (any number of runs) and merge them into one record per key (retractions kept)."""
-    order = merge_order(records, layout.key_names, layout.sequence_fields, descending)
-    return merge_in_order(records, order, layout.key_names, engine)
+    """Order ``records`` and merge them into one record per key (retractions kept). ``sorted_runs``: the
+    records are sorted runs one after another, oldest first (see :func:`merge_order`)."""
+    keys = layout.key_names
+    presorted = order_of_runs(records, keys, layout.sequence_fields) if sorted_runs else None
+    if presorted is not None:
+        return merge_in_order(records, presorted[0], keys, engine, presorted[1])
+    order = merge_order(records, keys, layout.sequence_fields, descending)
+    return merge_in_order(records, order, keys, engine)
 
 
 def only_adds(records: pa.Table) -> pa.Table:
@@ -194,9 +204,11 @@ class KeyValueTableRead(TableRead):
         if self.lookup_merge:
             leveled = drop_superseded(self.read_leveled(split, files, prune))
             return self.engine.merge(leveled.records, leveled.groups)
-        tables = [self.read_records(split, f, prune) for f in files]
+        # oldest first: a key's records then usually follow their sequence numbers (see merge_order)
+        by_age = sorted(files, key=lambda f: (f.max_sequence_number, f.min_sequence_number))
+        tables = [self.read_records(split, f, prune) for f in by_age]
         records = pa.concat_tables(tables) if tables else self.layout.records_schema.empty_table()
-        return merge_records(records, self.layout, self.engine, self.descending)
+        return merge_records(records, self.layout, self.engine, self.descending, sorted_runs=True)
 
     def read_split(self, split: DataSplit) -> pa.Table:
         return self._read_changes(split) if split.streaming else self._read_merged(split)
