@@ -37,7 +37,6 @@ def add_write_command(commands: Any, parents: list[argparse.ArgumentParser]) -> 
     write.add_argument(
         "--overwrite", action="store_true", help="replace the partitions written (or the unpartitioned table)"
     )
-    write.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def _format_of(path: str, given: str | None) -> str:

@@ -126,6 +126,14 @@ def _option_parent() -> argparse.ArgumentParser:
 
 
 OPTION_PARENT = _option_parent()
+PROGRESS_PARENT = argparse.ArgumentParser(add_help=False)
+PROGRESS_PARENT.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _progress(args: argparse.Namespace) -> bool | None:
+    """A command's ``progress`` argument: off with ``--no-progress``, else None (a bar when a person
+    watches: :func:`paimon_core.progress.shows_progress`)."""
+    return False if args.no_progress else None
 
 
 def _add_job_arguments(command: argparse.ArgumentParser) -> None:
@@ -135,12 +143,13 @@ def _add_job_arguments(command: argparse.ArgumentParser) -> None:
     )
     command.add_argument("--threads", action="store_true", help="run tasks on threads instead of processes")
     command.add_argument("--poll-interval", type=float, default=None, help="streaming: seconds between polls")
-    command.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def _add_compact_commands(commands: Any) -> None:
     compact = commands.add_parser(
-        "compact", help="compact a table (batch: once; streaming: until stopped)", parents=[OPTION_PARENT]
+        "compact",
+        help="compact a table (batch: once; streaming: until stopped)",
+        parents=[OPTION_PARENT, PROGRESS_PARENT],
     )
     _add_job_arguments(compact)
     compact.add_argument("--database", required=True)
@@ -159,7 +168,9 @@ def _add_compact_commands(commands: Any) -> None:
     compact.add_argument("--order-strategy", choices=["order", "zorder"], default=None)
     compact.add_argument("--order-by", default=None, help="sort columns, e.g. a,b")
     database = commands.add_parser(
-        "compact-database", help="compact the tables of databases chosen by regex", parents=[OPTION_PARENT]
+        "compact-database",
+        help="compact the tables of databases chosen by regex",
+        parents=[OPTION_PARENT, PROGRESS_PARENT],
     )
     _add_job_arguments(database)
     database.add_argument("--including-databases", default=None, help="regex of databases (default all)")
@@ -183,7 +194,7 @@ def _run_compact(args: argparse.Namespace) -> None:
         order_by=args.order_by or (),
         parallelism=args.parallelism,
         processes=not args.threads,
-        progress=False if args.no_progress else None,
+        progress=_progress(args),
         poll_interval=args.poll_interval,
     )
     print(summary)
@@ -203,7 +214,7 @@ def _run_compact_database(args: argparse.Namespace) -> None:
         streaming=args.streaming,
         parallelism=args.parallelism,
         processes=not args.threads,
-        progress=False if args.no_progress else None,
+        progress=_progress(args),
         poll_interval=args.poll_interval if args.poll_interval is not None else 10.0,
     )
     for summary in summaries.values():
@@ -213,8 +224,9 @@ def _run_compact_database(args: argparse.Namespace) -> None:
 
 
 def _add_maintenance_commands(commands: Any) -> None:
-    def table_command(name: str, help_text: str) -> Any:
-        command = commands.add_parser(name, help=help_text, parents=[OPTION_PARENT])
+    def table_command(name: str, help_text: str, progress: bool = False) -> Any:
+        parents = [OPTION_PARENT, PROGRESS_PARENT] if progress else [OPTION_PARENT]
+        command = commands.add_parser(name, help=help_text, parents=parents)
         command.add_argument("table_uri", help="the table directory, e.g. /warehouse/db.db/t")
         return command
 
@@ -228,18 +240,18 @@ def _add_maintenance_commands(commands: Any) -> None:
     target = rollback.add_mutually_exclusive_group(required=True)
     target.add_argument("--snapshot", type=int, default=None)
     target.add_argument("--tag", default=None)
-    expire = table_command("expire-snapshots", "expire old snapshots and delete the files only they use")
+    expire = table_command(
+        "expire-snapshots", "expire old snapshots and delete the files only they use", progress=True
+    )
     expire.add_argument("--retain-max", type=int, default=None)
     expire.add_argument("--retain-min", type=int, default=None)
     expire.add_argument(
         "--older-than", default=None, help="'yyyy-MM-dd HH:mm:ss': expire snapshots before it"
     )
     expire.add_argument("--max-deletes", type=int, default=None, help="snapshots expired per run at most")
-    expire.add_argument("--no-progress", action="store_true", help="no progress bar")
-    orphans = table_command("remove-orphan-files", "delete files no snapshot or tag uses")
+    orphans = table_command("remove-orphan-files", "delete files no snapshot or tag uses", progress=True)
     orphans.add_argument("--older-than", default=None, help="only files older than this (default: 1 day ago)")
     orphans.add_argument("--dry-run", action="store_true", help="list the files, delete nothing")
-    orphans.add_argument("--no-progress", action="store_true", help="no progress bar")
     consumer = table_command("reset-consumer", "move a consumer to a snapshot, or delete it")
     consumer.add_argument("consumer_id")
     consumer.add_argument("--next-snapshot", type=int, default=None, help="omit to delete the consumer")
@@ -272,7 +284,7 @@ def _run_maintenance(args: argparse.Namespace) -> bool:
             retain_min=args.retain_min,
             older_than=args.older_than,
             max_deletes=args.max_deletes,
-            progress=False if args.no_progress else None,
+            progress=_progress(args),
         )
         print(f"expired {expired} snapshot(s)")
     elif command == "remove-orphan-files":
@@ -280,7 +292,7 @@ def _run_maintenance(args: argparse.Namespace) -> bool:
             table,
             older_than=args.older_than,
             dry_run=args.dry_run,
-            progress=False if args.no_progress else None,
+            progress=_progress(args),
         )
         for path in result.deleted:
             print(path)
@@ -336,6 +348,15 @@ def _run_read(args: argparse.Namespace) -> None:
         print(json.dumps(row, default=str, ensure_ascii=False))
 
 
+def _run_write(args: argparse.Namespace) -> None:
+    table = _open_table(args.table_uri, _conf(args.option))
+    display = Progress(_progress(args))
+    created = write_files(
+        table, args.files, file_format=args.format, overwrite=args.overwrite, progress=display
+    )
+    print(f"snapshot {created}" if created is not None else "nothing written")
+
+
 PROG = "paimon-py"
 
 
@@ -354,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_read_command(commands)
     _add_compact_commands(commands)
     _add_maintenance_commands(commands)
-    add_write_command(commands, [OPTION_PARENT])
+    add_write_command(commands, [OPTION_PARENT, PROGRESS_PARENT])
     return parser
 
 
@@ -374,12 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "compact":
             _run_compact(args)
         elif args.command == "write":
-            table = _open_table(args.table_uri, _conf(args.option))
-            display = Progress(False if args.no_progress else None)
-            created = write_files(
-                table, args.files, file_format=args.format, overwrite=args.overwrite, progress=display
-            )
-            print(f"snapshot {created}" if created is not None else "nothing written")
+            _run_write(args)
         elif args.command == "compact-database":
             _run_compact_database(args)
         elif args.command == "info":
