@@ -226,10 +226,10 @@ def _parse(ctx: Context) -> exp.Expr | None:
 
 
 def _alter(ctx: Context) -> DataFrame | None:
-    probe = _rest(ctx, 2)
-    probe.accept("IF", "EXISTS")
-    if ctx.resolver.table(probe.name()) is None:
-        return None
+    return _paimon_only(ctx, lambda: _alter_paimon_table(ctx), 2)
+
+
+def _alter_paimon_table(ctx: Context) -> DataFrame:
     parsed = _parse(ctx)
     if isinstance(parsed, exp.Alter):
         return alter_table(ctx, parsed)
@@ -238,15 +238,14 @@ def _alter(ctx: Context) -> DataFrame | None:
     return alter_command(ctx, cursor)
 
 
-def _view_target(ctx: Context, node: exp.Expr) -> PaimonName | None:
+def _target_name(ctx: Context, node: exp.Expr) -> PaimonName | None:
+    """The Paimon table a statement's target (``t`` or ``t (columns)``) names, or None."""
     table = node.this if isinstance(node, exp.Schema) else node
-    name = ctx.resolver.table([p.name for p in table.parts]) if isinstance(table, exp.Table) else None
-    return name if name is not None and name.view is not None else None
+    return ctx.resolver.table([p.name for p in table.parts]) if isinstance(table, exp.Table) else None
 
 
 def _target(ctx: Context, node: exp.Expr) -> bool:
-    table = node.this if isinstance(node, exp.Schema) else node
-    return isinstance(table, exp.Table) and ctx.resolver.table([p.name for p in table.parts]) is not None
+    return _target_name(ctx, node) is not None
 
 
 def _parsed(ctx: Context) -> DataFrame | None:
@@ -262,14 +261,13 @@ def _parsed(ctx: Context) -> DataFrame | None:
         ]
         if _target(ctx, parsed.this) or any(p.name.lower() == "paimon" for p in using):
             return create_table(ctx, parsed)
-    if isinstance(parsed, exp.Insert) and _target(ctx, parsed.this):
-        view = _view_target(ctx, parsed.this)
-        if view is None:
+    if isinstance(parsed, exp.Insert) and (target := _target_name(ctx, parsed.this)) is not None:
+        if target.view is None:
             return insert(ctx, parsed)
         # Into a temporary view Spark writes itself (the view's options apply); the view is made anew after.
         references = paimon_references(parsed.args["expression"], _with_ctes(ctx, parsed), ctx.tokens)
         result = run_query(ctx.spark, ctx.run_sql, ctx.text, 0, len(ctx.text), references, ctx.args)
-        refresh_views(ctx.spark, ctx.run_sql, view)
+        refresh_views(ctx.spark, ctx.run_sql, target)
         return result
     if isinstance(parsed, exp.Delete) and _target(ctx, parsed.this):
         return delete(ctx, parsed)
@@ -288,9 +286,7 @@ def _parsed(ctx: Context) -> DataFrame | None:
 
 
 def _with_ctes(ctx: Context, parsed: exp.Expr) -> Resolver:
-    ctes = [c.alias for c in parsed.find_all(exp.CTE)]
-    resolver = ctx.resolver
-    return Resolver(resolver.state, resolver.catalogs, ctes=ctes, spark_view=resolver._spark_view)
+    return ctx.resolver.with_ctes([c.alias for c in parsed.find_all(exp.CTE)])
 
 
 def _create_view(ctx: Context, parsed: exp.Create) -> DataFrame | None:

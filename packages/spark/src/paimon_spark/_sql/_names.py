@@ -15,7 +15,7 @@ takes ``db.t`` and ``t``. A one-part name is a CTE of the statement, a Paimon te
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -191,13 +191,17 @@ class Resolver:
         catalogs: Mapping[str, CatalogConf],
         *,
         ctes: Sequence[str] = (),
-        spark_view: object = None,
+        spark_view: Callable[[str], bool] | None = None,
     ) -> None:
         self.state = state
         self.catalogs = catalogs
         self.ctes = {c.lower() for c in ctes}
         # Called with a one-part name: whether Spark has a temporary view of that name.
         self._spark_view = spark_view
+
+    def with_ctes(self, ctes: Sequence[str]) -> Resolver:
+        """This resolver for a statement whose common table expressions are ``ctes``."""
+        return Resolver(self.state, self.catalogs, ctes=ctes, spark_view=self._spark_view)
 
     @property
     def current(self) -> CatalogConf | None:
@@ -236,7 +240,7 @@ class Resolver:
         view = self.state.views.get(name.lower())
         if view is not None:
             return PaimonName(None, "", name, view)
-        if self.current is None or (callable(self._spark_view) and self._spark_view(name)):
+        if self.current is None or (self._spark_view is not None and self._spark_view(name)):
             return None
         return PaimonName(self.current, self.state.database, name)
 
