@@ -15,6 +15,14 @@ the Java footer extraction keeps:
 
 A float column holding NaN gets no min/max here (Java's Parquet statistics skip NaN values; leaving the bounds
 out can only make file skipping more cautious).
+
+A collector given the Arrow schema of the Parquet file it describes (``footer_schema``) takes min/max from that
+file's footer instead, as Java does: Arrow's Parquet writer has already computed them for every column chunk
+(docs/format.md#statistics). It still counts nulls, looks for NaN in float columns and computes the bounds
+itself of a string chunk holding a value longer than :data:`FOOTER_MAX_STAT_BYTES` (the footer leaves those
+out), so the numbers are those of the data. One difference: Parquet writes a zero minimum as ``-0.0`` and a
+zero maximum as ``+0.0``, which are the safe bounds for readers that tell the two apart (Java's
+``Double.compare``).
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -52,10 +61,20 @@ from paimon_core.types import (
     VarCharType,
 )
 
-__all__ = ["ColumnStats", "StatsCollector", "collect_stats", "decode_stats", "parse_stats_mode"]
+__all__ = [
+    "FOOTER_MAX_STAT_BYTES",
+    "ColumnStats",
+    "StatsCollector",
+    "collect_stats",
+    "decode_stats",
+    "parse_stats_mode",
+]
 
 _TRUNCATE = re.compile(r"^truncate\((\d+)\)$")
 _MAX_CODE_POINT = 0x10FFFF
+FOOTER_MAX_STAT_BYTES = 4096
+"""Arrow's Parquet writer (like parquet-java) leaves a column chunk's min or max out of the footer when it
+is longer than this many bytes."""
 _SURROGATES = range(0xD800, 0xE000)
 
 ColumnStats = tuple[Any, Any, "int | None"]
@@ -129,17 +148,20 @@ def _truncate_max(value: str, length: int) -> str | None:
 
 
 class _ColumnAccumulator:
-    def __init__(self, data_field: DataField, mode: _Mode) -> None:
+    def __init__(self, data_field: DataField, mode: _Mode, leaf: int | None = None) -> None:
         self.field = data_field
         self.mode = mode
         self.footer = _footer_kind(data_field.type)
         self.is_string = isinstance(data_field.type, (CharType, VarCharType))
         self.is_float = isinstance(data_field.type, (FloatType, DoubleType))
         self.want_min_max = self.footer == "min_max" and mode.kind in ("full", "truncate")
+        # The Parquet leaf column whose footer statistics give the bounds (None: computed here).
+        self.leaf = leaf if self.want_min_max else None
         self.min: Any = None
         self.max: Any = None
         self.nulls = 0
         self.has_nan = False
+        self.own_values = 0  # non-null values whose bounds were computed here
 
     def update(self, column: pa.Array | pa.ChunkedArray) -> None:
         self.nulls += column.null_count
@@ -149,18 +171,45 @@ class _ColumnAccumulator:
             self.has_nan = True
             self.min = self.max = None
             return
+        if self.leaf is not None and not (self.is_string and _longest_value(column) > FOOTER_MAX_STAT_BYTES):
+            return  # the footer will hold this chunk's bounds
+        self.own_values += len(column) - column.null_count
         bounds = pc.min_max(column)
-        low, high = bounds["min"].as_py(), bounds["max"].as_py()
+        self._widen(bounds["min"].as_py(), bounds["max"].as_py())
+
+    def _widen(self, low: Any, high: Any) -> None:
         if low is not None and (self.min is None or low < self.min):
             self.min = low
         if high is not None and (self.max is None or high > self.max):
             self.max = high
 
-    def result(self) -> ColumnStats:
+    def add_footer(self, metadata: Any, arrow_type: pa.DataType) -> bool:
+        """Widen the bounds by the footer's; False when the footer misses bounds of values not seen here."""
+        assert self.leaf is not None
+        if metadata.num_row_groups and metadata.schema.column(self.leaf).path != self.field.name:
+            return False  # not the column it should be: no bounds rather than another column's
+        uncovered = 0
+        for i in range(metadata.num_row_groups):
+            stats = metadata.row_group(i).column(self.leaf).statistics
+            if stats is None or not stats.has_min_max:
+                uncovered += stats.num_values if stats is not None else metadata.row_group(i).num_rows
+                continue
+            try:
+                low, high = _logical(stats.min_raw, arrow_type), _logical(stats.max_raw, arrow_type)
+            except UnicodeDecodeError:  # not UTF-8: no bounds rather than wrong ones
+                return False
+            self._widen(low, high)
+        return uncovered <= self.own_values
+
+    def result(self, metadata: Any = None, arrow_type: pa.DataType | None = None) -> ColumnStats:
         if self.footer == "nothing" or self.mode.kind == "none":
             return (None, None, None)
         if self.mode.kind == "counts" or self.footer == "count" or self.has_nan:
             return (None, None, self.nulls)
+        if self.leaf is not None:
+            assert metadata is not None and arrow_type is not None, "footer statistics need the file's footer"
+            if not self.add_footer(metadata, arrow_type):
+                return (None, None, self.nulls)
         low, high = self.min, self.max
         if isinstance(low, float) and math.isnan(low):  # defensive: never store NaN bounds
             return (None, None, self.nulls)
@@ -170,6 +219,54 @@ class _ColumnAccumulator:
             if high is None:
                 return (None, None, self.nulls)
         return (low, high, self.nulls)
+
+
+def _longest_value(column: pa.Array | pa.ChunkedArray) -> int:
+    """The byte length of the longest string in ``column`` (0 when all of them together are short)."""
+    total = column.nbytes  # offsets and validity included: an upper bound of the longest value
+    if total <= FOOTER_MAX_STAT_BYTES:
+        return 0
+    longest = pc.max(pc.binary_length(column)).as_py()
+    return int(longest or 0)
+
+
+def _logical(raw: Any, arrow_type: pa.DataType) -> Any:
+    """The Python value of a Parquet footer bound (its physical value), as ``pc.min_max(...).as_py()`` gives
+    it for a column of ``arrow_type`` as this project writes it (timestamps at their own unit, decimals
+    as integers or big-endian two's complement bytes)."""
+    if isinstance(raw, bytes):
+        if pa.types.is_decimal(arrow_type):
+            return Decimal(f"{int.from_bytes(raw, 'big', signed=True)}E-{arrow_type.scale}")
+        return raw.decode("utf-8")
+    if pa.types.is_decimal(arrow_type):
+        return Decimal(f"{raw}E-{arrow_type.scale}")
+    if pa.types.is_temporal(arrow_type):
+        physical = pa.int32() if arrow_type.bit_width == 32 else pa.int64()
+        return pa.array([raw], physical).view(arrow_type)[0].as_py()
+    return raw
+
+
+def leaf_columns(schema: pa.Schema) -> dict[str, int]:
+    """The Parquet leaf column index of each top-level, not nested field of ``schema``."""
+    leaves: dict[str, int] = {}
+    index = 0
+    for arrow_field in schema:
+        if not pa.types.is_nested(arrow_field.type):
+            leaves[arrow_field.name] = index
+        index += _leaf_count(arrow_field.type)
+    return leaves
+
+
+def _leaf_count(arrow_type: pa.DataType) -> int:
+    if pa.types.is_struct(arrow_type):
+        return sum(_leaf_count(arrow_type.field(i).type) for i in range(arrow_type.num_fields))
+    if pa.types.is_map(arrow_type):
+        return _leaf_count(arrow_type.key_type) + _leaf_count(arrow_type.item_type)
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return _leaf_count(arrow_type.value_type)
+    if pa.types.is_fixed_size_list(arrow_type) or pa.types.is_list_view(arrow_type):
+        return _leaf_count(arrow_type.value_type)
+    return 1
 
 
 def _stats_type(data_type: DataType) -> DataType:
@@ -185,6 +282,8 @@ class StatsCollector:
         stats_mode: ``metadata.stats-mode``.
         per_field_modes: ``{column: mode}`` from ``fields.<column>.stats-mode`` options.
         dense_store: ``metadata.stats-dense-store``.
+        footer_schema: the Arrow schema of the Parquet file the batches are written to (holding ``fields``
+            by name); min/max then come from its footer, which :meth:`result` must be given.
     """
 
     def __init__(
@@ -193,13 +292,18 @@ class StatsCollector:
         stats_mode: str = "truncate(16)",
         per_field_modes: Mapping[str, str] | None = None,
         dense_store: bool = True,
+        footer_schema: pa.Schema | None = None,
     ) -> None:
         default = parse_stats_mode(stats_mode)
         modes = per_field_modes or {}
         self.fields = list(fields)
         self.dense_store = dense_store
+        self._footer_schema = footer_schema
+        leaves = leaf_columns(footer_schema) if footer_schema is not None else {}
         self._columns = [
-            _ColumnAccumulator(f, parse_stats_mode(modes[f.name]) if f.name in modes else default)
+            _ColumnAccumulator(
+                f, parse_stats_mode(modes[f.name]) if f.name in modes else default, leaves.get(f.name)
+            )
             for f in self.fields
         ]
 
@@ -208,12 +312,18 @@ class StatsCollector:
         for accumulator in self._columns:
             accumulator.update(data.column(accumulator.field.name))
 
-    def column_stats(self) -> list[ColumnStats]:
-        return [c.result() for c in self._columns]
+    def column_stats(self, footer: Any = None) -> list[ColumnStats]:
+        """Per column (min, max, null count); ``footer``: the written file's ``pyarrow.parquet.FileMetaData``."""
+        schema = self._footer_schema
+        return [
+            c.result(footer, schema.field(c.field.name).type if schema is not None else None)
+            for c in self._columns
+        ]
 
-    def result(self) -> tuple[SimpleStats, tuple[str, ...] | None]:
-        """The stats for ``_VALUE_STATS`` and the column list for ``_VALUE_STATS_COLS``."""
-        return build_value_stats(self.fields, self.column_stats(), self.dense_store)
+    def result(self, footer: Any = None) -> tuple[SimpleStats, tuple[str, ...] | None]:
+        """The stats for ``_VALUE_STATS`` and the column list for ``_VALUE_STATS_COLS``; ``footer`` as for
+        :meth:`column_stats`."""
+        return build_value_stats(self.fields, self.column_stats(footer), self.dense_store)
 
 
 def build_value_stats(

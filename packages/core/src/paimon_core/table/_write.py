@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_STATS_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="paimon-stats")
 _CLOSE_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="paimon-write")
 _FILE_SOURCE_APPEND = 0
 # pyarrow 20 added the page row limit (parquet.page.row.count.limit); older versions cut pages by size only.
@@ -229,14 +228,11 @@ class DataFileWriter:
         file_schema = open_file.writer.schema
         if not chunk.schema.equals(file_schema, check_metadata=False):
             chunk = chunk.cast(file_schema)
-        # Stats and encoding both run in Arrow's C++ with the GIL released: overlap them.
-        stats_done = _STATS_POOL.submit(open_file.stats.update, chunk)
-        try:
-            open_file.writer.write_table(chunk, row_group_size=max(chunk.num_rows, 1))
-            if open_file.key_value is not None:
-                open_file.key_value.update(chunk)
-        finally:
-            stats_done.result()
+        # Little work: min/max come from the footer the Parquet writer fills (stats.py).
+        open_file.stats.update(chunk)
+        open_file.writer.write_table(chunk, row_group_size=max(chunk.num_rows, 1))
+        if open_file.key_value is not None:
+            open_file.key_value.update(chunk)
         open_file.rows += chunk.num_rows
 
     def _open(self, sample: pa.Table) -> _OpenFile:
@@ -257,11 +253,13 @@ class DataFileWriter:
             # e.g. a partition value too long for a file name: say which file, without repeating the path
             reason = cause.strerror or (str(cause) if len(str(cause)) < 500 else type(cause).__name__)
             raise DataFileError(f"cannot create data file {shown_path(path)}: {reason}", path) from exc
-        file_schema = self.layout.file_schema if self.layout is not None else table.arrow_schema
+        file_schema = storage_arrow_schema(
+            self.layout.file_schema if self.layout is not None else table.arrow_schema
+        )
         assert self.dictionary is not None
         writer = pq.ParquetWriter(
             stream,
-            storage_arrow_schema(file_schema),
+            file_schema,
             use_dictionary=self.dictionary.columns(sample),
             write_statistics=True,
             **parquet_writer_options(table.options),
@@ -271,8 +269,9 @@ class DataFileWriter:
             table.options.get_option(opts.STATS_MODE),
             _per_field_stats_modes(table.options),
             table.options.get_option(opts.STATS_DENSE_STORE),
+            footer_schema=file_schema,  # min/max as the Parquet writer computed them (stats.py)
         )
-        key_value = self.layout.new_file_stats() if self.layout is not None else None
+        key_value = self.layout.new_file_stats(file_schema) if self.layout is not None else None
         self._file = _OpenFile(name, path, stream, writer, stats, self.next_seq, key_value)
         return self._file
 
@@ -289,7 +288,8 @@ class DataFileWriter:
         if open_file.rows == 0:
             self.table.storage.delete(open_file.path)
             return
-        value_stats, stats_cols = open_file.stats.result()
+        footer = open_file.writer.writer.metadata
+        value_stats, stats_cols = open_file.stats.result(footer)
         min_key, max_key, key_stats = EMPTY_ROW, EMPTY_ROW, SimpleStats.EMPTY
         min_seq, max_seq, deletes = open_file.min_seq, open_file.min_seq + open_file.rows - 1, 0
         key_value = open_file.key_value
@@ -297,7 +297,7 @@ class DataFileWriter:
             assert key_value.first_key is not None and key_value.last_key is not None
             assert key_value.min_sequence is not None and key_value.max_sequence is not None
             min_key, max_key = key_value.first_key, key_value.last_key
-            key_stats = key_value.key_stats.result()[0]
+            key_stats = key_value.key_stats.result(footer)[0]
             min_seq, max_seq, deletes = key_value.min_sequence, key_value.max_sequence, key_value.delete_rows
         else:
             self.next_seq = open_file.min_seq + open_file.rows

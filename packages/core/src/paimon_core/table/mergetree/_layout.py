@@ -108,8 +108,8 @@ class KeyValueLayout:
         values = [records.column(name)[index].as_py() for name in self.key_names]
         return serialize_row(values, self.key_types)
 
-    def new_file_stats(self) -> KeyValueFileStats:
-        return KeyValueFileStats(self)
+    def new_file_stats(self, footer_schema: pa.Schema | None = None) -> KeyValueFileStats:
+        return KeyValueFileStats(self, footer_schema)
 
     def key_of(self, row: bytes) -> tuple[Any, ...]:
         """A sort key for a stored key row, in Paimon's key order (nulls first)."""
@@ -135,9 +135,12 @@ class KeyValueFileStats:
     """What a primary-key data file's metadata records beyond value stats: key stats (all key columns,
     ``truncate(128)`` as Java ≥ 1.0 uses for system columns), min/max key, sequence range and deletes."""
 
-    def __init__(self, layout: KeyValueLayout) -> None:
+    def __init__(self, layout: KeyValueLayout, footer_schema: pa.Schema | None = None) -> None:
         self.layout = layout
-        self.key_stats = StatsCollector(layout.physical_key_fields, "truncate(128)", None, dense_store=False)
+        # With the file's schema, min/max come from its footer (StatsCollector.result needs it then).
+        self.key_stats = StatsCollector(
+            layout.physical_key_fields, "truncate(128)", None, dense_store=False, footer_schema=footer_schema
+        )
         self.min_sequence: int | None = None
         self.max_sequence: int | None = None
         self.first_key: bytes | None = None
