@@ -409,10 +409,7 @@ def call(ctx: Context, rest: str) -> DataFrame:
     name = parts[-1].lower()
     procedure = PROCEDURES.get(name)
     if procedure is None:
-        close = difflib.get_close_matches(name, list(PROCEDURES), n=1)
-        raise ProcedureNotFoundError(
-            name, list(PROCEDURES), f" (did you mean sys.{close[0]}?)" if close else ""
-        )
+        raise ProcedureNotFoundError(name, list(PROCEDURES))
     args = _arguments(ctx, procedure, function.expressions)
     invocation = Call(ctx, catalog, args)
     rows = procedure.run(invocation)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+
 from paimon_core.errors import PaimonError
 
 __all__ = ["ProcedureNotFoundError", "SqlError"]
@@ -20,9 +22,12 @@ class SqlError(PaimonError, ValueError):
 
 
 class ProcedureNotFoundError(SqlError, LookupError):
-    """``CALL`` names a procedure the project does not have; ``known`` lists the ones it has."""
+    """``CALL`` names a procedure the project does not have; ``known`` lists the ones it has (the message
+    names the nearest)."""
 
-    def __init__(self, name: str, known: list[str], hint: str = "") -> None:
+    def __init__(self, name: str, known: list[str]) -> None:
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f" (did you mean sys.{close[0]}?)" if close else ""
         super().__init__(f"no procedure sys.{name}{hint}; the procedures are {', '.join(sorted(known))}")
         self.name = name
         self.known = known
