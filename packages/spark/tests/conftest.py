@@ -93,6 +93,28 @@ def any_spark(request: pytest.FixtureRequest, spark: Any, monkeypatch: pytest.Mo
     return remote
 
 
+def finished(query: Any) -> Any:
+    """``query`` after it ended (an availableNow trigger), the test failing with its exception if it had one."""
+    query.awaitTermination(300)
+    assert query.exception() is None, query.exception()
+    return query
+
+
+def stream_once(
+    spark: Any,
+    warehouse: str,
+    checkpoint: str,
+    source: str = "db.src",
+    target: str = "db.dst",
+    **options: str,
+) -> Any:
+    """One availableNow run of a stream from the Paimon table ``source`` (read with ``options``) into
+    ``target``, to its end; the query."""
+    stream = spark.readStream.format("paimon").option("warehouse", warehouse).options(**options).load(source)
+    writer = stream.writeStream.format("paimon").option("warehouse", warehouse)
+    return finished(writer.option("checkpointLocation", checkpoint).trigger(availableNow=True).start(target))
+
+
 @pytest.fixture
 def warehouse(tmp_path: Path) -> str:
     """An existing, empty warehouse directory."""

@@ -24,6 +24,8 @@ from paimon_core import Catalog
 from paimon_core.snapshot import CommitKind
 from paimon_core.table import Table
 
+from .conftest import finished, stream_once
+
 pytestmark = pytest.mark.slow
 
 EVENTS = pa.schema([("id", pa.int64()), ("word", pa.string()), ("day", pa.string())])
@@ -65,12 +67,6 @@ def start(writer: Any) -> Any:
             if "failed to connect back" not in str(error) or attempt == 4:
                 raise
     raise AssertionError("unreachable")
-
-
-def finish(query: Any) -> Any:
-    query.awaitTermination(300)
-    assert query.exception() is None, query.exception()
-    return query
 
 
 def test_append_table_writes_reads_views_and_time_travel(any_spark: Any, warehouse: str) -> None:
@@ -120,20 +116,9 @@ def test_streams_between_tables_exactly_once_across_restarts(
     source.append(events(0, 10))
     checkpoint = str(tmp_path / "checkpoint")
 
-    def run() -> Any:
-        stream = spark.readStream.format("paimon").option("warehouse", warehouse).load("db.src")
-        query = (
-            stream.writeStream.format("paimon")
-            .option("warehouse", warehouse)
-            .option("checkpointLocation", checkpoint)
-            .trigger(availableNow=True)
-            .start("db.dst")
-        )
-        return finish(query)
-
-    query = run()
+    query = stream_once(spark, warehouse, checkpoint)
     source.append(events(10, 5))
-    run()
+    stream_once(spark, warehouse, checkpoint)
     ids = table(warehouse, "db.dst").to_arrow().column("id").to_pylist()
     assert sorted(ids) == list(range(15))
     users = {s.commit_user for s in table(warehouse, "db.dst").snapshots()}
@@ -156,7 +141,7 @@ def test_write_stream_update_mode_commits_once_per_batch_as_the_query(
         writer = paimon_spark.write_stream(
             counts, "db.counts", warehouse=warehouse, output_mode="update", options={"primary-key": "word"}
         )
-        return finish(start(writer.option("checkpointLocation", checkpoint).trigger(availableNow=True)))
+        return finished(start(writer.option("checkpointLocation", checkpoint).trigger(availableNow=True)))
 
     first = run()
     words.append(pa.table({"word": ["b", "c"]}))

@@ -17,6 +17,8 @@ from paimon_core import Catalog
 from paimon_core.table import Table
 from paimon_spark import commit_user_for_query
 
+from .conftest import finished, stream_once
+
 pytestmark = pytest.mark.slow
 
 WORDS = pa.schema([pa.field("word", pa.string())])
@@ -31,11 +33,6 @@ def catalog(warehouse: str) -> Catalog:
 
 def table(warehouse: str, name: str) -> Table:
     return Catalog.open(warehouse).get_table(name)
-
-
-def wait(query: Any) -> None:
-    query.awaitTermination(300)
-    assert query.exception() is None, query.exception()
 
 
 def drop_last_commit(checkpoint: str) -> None:
@@ -107,7 +104,7 @@ def test_word_count_across_micro_batches_restarts_and_replays(
     append("b", "d", "e", "e")
     checkpoint = str(tmp_path / "checkpoint")
     query = _start(spark, warehouse, checkpoint, mode, path, bucket)
-    wait(query)
+    finished(query)
     assert counts() == dict(appended)
     counted = table(warehouse, "db.counts")
     assert len([s for s in counted.snapshots() if s.commit_kind.value != "COMPACT"]) >= 3  # one per batch
@@ -115,12 +112,12 @@ def test_word_count_across_micro_batches_restarts_and_replays(
     # a restart from the checkpoint counts only what came since
     append("a", "f")
     append("f", "b")
-    wait(_start(spark, warehouse, checkpoint, mode, path, bucket))
+    finished(_start(spark, warehouse, checkpoint, mode, path, bucket))
     assert counts() == dict(appended)
     # a driver that crashed after committing the last batch: Spark runs it again, nothing is committed twice
     before = len(table(warehouse, "db.counts").snapshots())
     drop_last_commit(checkpoint)
-    wait(_start(spark, warehouse, checkpoint, mode, path, bucket))
+    finished(_start(spark, warehouse, checkpoint, mode, path, bucket))
     assert counts() == dict(appended)
     assert len(table(warehouse, "db.counts").snapshots()) == before
 
@@ -166,7 +163,7 @@ def test_aggregation_output_modes_into_an_append_table_are_refused(
 def _changes(spark: Any, warehouse: str, name: str, query: str, **options: str) -> list[tuple[Any, ...]]:
     stream = spark.readStream.format("paimon").option("warehouse", warehouse).options(**options).load(name)
     running = stream.writeStream.format("memory").queryName(query).trigger(availableNow=True).start()
-    wait(running)
+    finished(running)
     return [tuple(r) for r in spark.sql(f"SELECT * FROM {query}").collect()]
 
 
@@ -219,20 +216,7 @@ def test_a_consumer_resumes_a_changelog_stream(spark: Any, warehouse: str, tmp_p
     _write(spark, warehouse, [(1, "a"), (2, "b")])
 
     def run(checkpoint: str) -> None:
-        stream = (
-            spark.readStream.format("paimon")
-            .option("warehouse", warehouse)
-            .option("consumer-id", "job")
-            .load("db.src$audit_log")
-        )
-        query = (
-            stream.writeStream.format("paimon")
-            .option("warehouse", warehouse)
-            .option("checkpointLocation", checkpoint)
-            .trigger(availableNow=True)
-            .start("db.copy")
-        )
-        wait(query)
+        stream_once(spark, warehouse, checkpoint, "db.src$audit_log", "db.copy", **{"consumer-id": "job"})
 
     catalog(warehouse).create_table(
         "db.copy", KV, primary_keys=["k"], options={"bucket": "1", "write-only": "true"}
@@ -277,7 +261,7 @@ def test_a_changelog_stream_replicates_a_primary_key_table(
             writer = (
                 stream.writeStream.format("paimon").option("warehouse", warehouse).option("path", "db.copy")
             )
-        wait(writer.option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+        finished(writer.option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
 
     def merged(name: str) -> dict[int, str]:
         return {r["k"]: r["v"] for r in table(warehouse, name).to_arrow().to_pylist()}

@@ -12,6 +12,8 @@ import pytest
 from paimon_core import Catalog, ConsumerManager
 from paimon_spark import commit_user_for_query
 
+from .conftest import stream_once
+
 pytestmark = pytest.mark.slow
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("word", pa.string())])
@@ -29,26 +31,6 @@ def make_source(warehouse: str, partitioned: bool = False) -> Any:
     return catalog.create_table("db.src", SCHEMA, partition_keys=keys)
 
 
-def run_once(spark: Any, warehouse: str, checkpoint: str, **source_options: str) -> Any:
-    """One availableNow run: db.src → db.dst."""
-    stream = (
-        spark.readStream.format("paimon")
-        .option("warehouse", warehouse)
-        .options(**source_options)
-        .load("db.src")
-    )
-    query = (
-        stream.writeStream.format("paimon")
-        .option("warehouse", warehouse)
-        .option("checkpointLocation", checkpoint)
-        .trigger(availableNow=True)
-        .start("db.dst")
-    )
-    query.awaitTermination(300)
-    assert query.exception() is None
-    return query
-
-
 def dst_ids(warehouse: str) -> list[int]:
     return sorted(Catalog.open(warehouse).get_table("db.dst").to_arrow().column("id").to_pylist())
 
@@ -60,11 +42,11 @@ def test_stream_to_stream_exactly_once_across_restarts_and_replays(
     source.append(batch(0, 10))
     source.append(batch(10, 10))
     checkpoint = str(tmp_path / "ckpt")
-    query = run_once(spark, warehouse, checkpoint)
+    query = stream_once(spark, warehouse, checkpoint)
     assert dst_ids(warehouse) == list(range(20))
     # restart from the checkpoint: only the new append
     source.append(batch(20, 5))
-    run_once(spark, warehouse, checkpoint)
+    stream_once(spark, warehouse, checkpoint)
     assert dst_ids(warehouse) == list(range(25))
     dst = Catalog.open(warehouse).get_table("db.dst")
     users = {s.commit_user for s in dst.snapshots()}
@@ -77,7 +59,7 @@ def test_stream_to_stream_exactly_once_across_restarts_and_replays(
     if crc.exists():
         os.remove(crc)
     snapshots_before = len(dst.snapshots())
-    run_once(spark, warehouse, checkpoint)
+    stream_once(spark, warehouse, checkpoint)
     assert dst_ids(warehouse) == list(range(25))
     assert len(Catalog.open(warehouse).get_table("db.dst").snapshots()) == snapshots_before
     # the replayed batch's rewritten files were deleted, not left behind
@@ -90,7 +72,7 @@ def test_limits_split_micro_batches(spark: Any, warehouse: str, tmp_path: Path) 
     source = make_source(warehouse, partitioned=True)
     source.append(batch(0, 70))  # seven partitions: seven files
     source.append(batch(70, 7))
-    run_once(spark, warehouse, str(tmp_path / "c1"), **{"read.stream.maxFilesPerTrigger": "3"})
+    stream_once(spark, warehouse, str(tmp_path / "c1"), **{"read.stream.maxFilesPerTrigger": "3"})
     assert dst_ids(warehouse) == list(range(77))
     dst = Catalog.open(warehouse).get_table("db.dst")
     assert len(dst.snapshots()) >= 5  # ceil(14 files / 3)
@@ -100,19 +82,19 @@ def test_scan_modes_and_consumer_progress(spark: Any, warehouse: str, tmp_path: 
     source = make_source(warehouse)
     source.append(batch(0, 5))
     source.append(batch(5, 5))
-    run_once(spark, warehouse, str(tmp_path / "c1"), **{"scan.mode": "latest", "consumer-id": "job1"})
+    stream_once(spark, warehouse, str(tmp_path / "c1"), **{"scan.mode": "latest", "consumer-id": "job1"})
     assert not Catalog.open(warehouse).table_exists("db.dst") or dst_ids(warehouse) == []
     source.append(batch(10, 3))
-    run_once(spark, warehouse, str(tmp_path / "c1"), **{"scan.mode": "latest", "consumer-id": "job1"})
+    stream_once(spark, warehouse, str(tmp_path / "c1"), **{"scan.mode": "latest", "consumer-id": "job1"})
     assert dst_ids(warehouse) == [10, 11, 12]
     consumers = ConsumerManager(source.storage, source.path)
     # Spark commits a batch's source offsets when the next batch starts (or at the next restart).
     assert consumers.consumer("job1") is not None
-    run_once(spark, warehouse, str(tmp_path / "c1"), **{"scan.mode": "latest", "consumer-id": "job1"})
+    stream_once(spark, warehouse, str(tmp_path / "c1"), **{"scan.mode": "latest", "consumer-id": "job1"})
     assert consumers.consumer("job1").next_snapshot == 4  # type: ignore[union-attr]
     # a new query (new checkpoint) with the same consumer id resumes where the consumer stopped
     source.append(batch(13, 2))
-    run_once(spark, warehouse, str(tmp_path / "c2"), **{"consumer-id": "job1"})
+    stream_once(spark, warehouse, str(tmp_path / "c2"), **{"consumer-id": "job1"})
     assert dst_ids(warehouse) == [10, 11, 12, 13, 14]
     # from-snapshot: deltas starting at snapshot 2
     frame = (
