@@ -76,7 +76,7 @@ from paimon_core.types import from_arrow_type
 from paimon_spark._consolidate import consolidate, full_compaction_due
 from paimon_spark._filters import Term, to_terms
 from paimon_spark._options import SourceConfig
-from paimon_spark._tasks import RESULT_SCHEMA, collect_pickled, pickled_batch
+from paimon_spark._tasks import PICKLED_SCHEMA, collect_pickled, pickled_batch
 from paimon_spark._types import from_spark_schema, to_spark_schema
 from paimon_spark._upsert import KIND_COLUMN, kinds_of_text, write_kinds
 
@@ -273,7 +273,7 @@ def write_in_place(data: DataFrame, config: SourceConfig) -> list[CommitMessage]
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         yield pickled_batch(_write_task(config, batches))
 
-    return collect_pickled(data.mapInArrow(write, RESULT_SCHEMA))
+    return collect_pickled(data.mapInArrow(write, PICKLED_SCHEMA))
 
 
 def _with_kinds(batches: Iterator[pa.RecordBatch], plan: WriteInput) -> Iterator[pa.RecordBatch]:

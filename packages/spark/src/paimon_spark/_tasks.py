@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 __all__ = [
-    "RESULT_SCHEMA",
+    "PICKLED_SCHEMA",
     "collect_pickled",
     "default_parallelism",
     "describe_jobs",
@@ -31,7 +31,7 @@ __all__ = [
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
-RESULT_SCHEMA = "result binary"
+PICKLED_SCHEMA = "result binary"
 """The schema of a task's pickled results: one row per task (or per batch it answers)."""
 
 _PARALLELISM: dict[str, int] = {}  # Spark Connect session id -> its default parallelism
@@ -59,12 +59,12 @@ def default_parallelism(spark: SparkSession) -> int:
 
 
 def pickled_batch(value: Any) -> pa.RecordBatch:
-    """``value`` pickled into a one-row batch of :data:`RESULT_SCHEMA`."""
+    """``value`` pickled into a one-row batch of :data:`PICKLED_SCHEMA`."""
     return pa.RecordBatch.from_arrays([pa.array([pickle.dumps(value)], pa.binary())], ["result"])
 
 
 def collect_pickled(results: DataFrame) -> list[Any]:
-    """Collect a DataFrame of :data:`RESULT_SCHEMA` whose rows are pickled lists; their items, concatenated."""
+    """Collect a DataFrame of :data:`PICKLED_SCHEMA` whose rows are pickled lists; their items, concatenated."""
     return [item for row in results.collect() for item in pickle.loads(row[0])]
 
 
@@ -86,7 +86,7 @@ def run_groups(
                 yield pickled_batch([run(item) for item in work[index]])
 
     indexes = spark.range(0, len(work), 1, numPartitions=len(work))
-    results: list[Result] = collect_pickled(indexes.mapInArrow(task, RESULT_SCHEMA))
+    results: list[Result] = collect_pickled(indexes.mapInArrow(task, PICKLED_SCHEMA))
     return results
 
 

@@ -39,7 +39,7 @@ from paimon_core.bucket import assign_buckets
 from paimon_core.errors import ConfigError, SchemaError
 from paimon_core.table import CommitMessage, KeyValueTableWrite, Table
 from paimon_spark._options import SourceConfig
-from paimon_spark._tasks import RESULT_SCHEMA, collect_pickled, pickled_batch
+from paimon_spark._tasks import PICKLED_SCHEMA, collect_pickled, pickled_batch
 
 __all__ = [
     "BUCKET_COLUMN",
@@ -127,7 +127,7 @@ def write_records(
     else:
         routed = records.repartition(1)
     names = [name for name in records.columns if name != KIND_COLUMN]
-    return collect_pickled(routed.mapInArrow(_writer(config, names, overwrite), RESULT_SCHEMA))
+    return collect_pickled(routed.mapInArrow(_writer(config, names, overwrite), PICKLED_SCHEMA))
 
 
 def kind_column(rowkind: str) -> Column:
