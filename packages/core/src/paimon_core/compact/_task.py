@@ -29,7 +29,10 @@ __all__ = ["CompactTask", "read_files", "rewrite_files", "write_sorted"]
 
 logger = logging.getLogger(__name__)
 
-_PREFETCH_BYTES = 64 << 20  # compressed input bytes read ahead of the writer
+# Compressed input bytes a task reads ahead of its writer (at least one file). The read threads are shared:
+# a small window interleaves the reads of tasks running side by side, so that each task's writer has rows
+# to encode, rather than one task's whole input being read before the next task's first file.
+_PREFETCH_BYTES = 8 << 20
 _READ_THREADS = 4
 _read_pool: ThreadPoolExecutor | None = None
 _lock = threading.Lock()  # guards the two below
