@@ -1,14 +1,18 @@
-"""Aggregate functions of the ``aggregation`` merge engine (Paimon's ``fields.<c>.aggregate-function``).
+"""Aggregate functions of primary-key tables (Paimon's ``fields.<c>.aggregate-function``).
 
 Each function folds one column over the ordered records of every key group at once: picks by numpy index
-arithmetic (``last_value``, ``first_value``, ...) or Arrow hash aggregates over (group, value) tables (``sum``,
-``min``, ``listagg``, ...). Retractions (``-U``/``-D``) call the function's retract where Paimon has one.
+arithmetic (``last_value``, ``first_value``, ...), Arrow hash aggregates over (group, value) tables (``sum``,
+``min``, ``listagg``, ...) or, for nested values, one pass over the rows in order (``collect``, ``merge_map``).
+Retractions (``-U``/``-D``) call the function's retract where Paimon has one. In a partial-update sequence
+group, an add older than the group's stored sequence folds in from the other side (Java's ``aggReversed``:
+it goes before what is accumulated), see docs/primary-key-tables.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 import numpy as np
@@ -51,7 +55,7 @@ _STRING = (CharType, VarCharType)
 # name -> (accepted types (None: any), can retract)
 FUNCTIONS: dict[str, tuple[tuple[type[DataType], ...] | None, bool]] = {
     "sum": (_NUMERIC, True),
-    "product": (_NUMERIC, False),
+    "product": (_NUMERIC, True),
     "max": (_COMPARABLE, False),
     "min": (_COMPARABLE, False),
     "last_value": (None, True),
@@ -61,7 +65,7 @@ FUNCTIONS: dict[str, tuple[tuple[type[DataType], ...] | None, bool]] = {
     "listagg": (_STRING, False),
     "bool_and": ((BooleanType,), False),
     "bool_or": ((BooleanType,), False),
-    "collect": ((ArrayType,), False),
+    "collect": ((ArrayType,), True),
     "merge_map": ((MapType,), True),
 }
 _ALIASES = {"first_not_null_value": "first_non_null_value"}
@@ -116,9 +120,16 @@ class Aggregator:
         return to_arrow_type(self.data_type)
 
     def aggregate(
-        self, column: pa.ChunkedArray, groups: Indices, count: int, considered: Mask, retract: Mask
+        self,
+        column: pa.ChunkedArray,
+        groups: Indices,
+        count: int,
+        considered: Mask,
+        retract: Mask,
+        backward: Mask | None = None,
     ) -> pa.Array:
-        """The folded value of every group (``considered`` rows only; ``retract`` marks -U/-D rows)."""
+        """The folded value of every group (``considered`` rows only; ``retract`` marks -U/-D rows;
+        ``backward`` marks adds that fold in before the accumulated value, in a sequence group)."""
         adds = considered & ~retract
         retracts = considered & retract
         if retracts.any() and not FUNCTIONS[self.function][1]:
@@ -130,48 +141,101 @@ class Aggregator:
             retracts = np.zeros_like(retracts)
         elif self.ignore_retract:
             retracts = np.zeros_like(retracts)
-        return _IMPLEMENTATIONS[self.function](self, column, groups, count, adds, retracts)
+        back = np.zeros_like(adds) if backward is None else backward & adds
+        return _IMPLEMENTATIONS[self.function](self, column, groups, count, adds, retracts, back)
+
+
+# Each implementation: (aggregator, column, groups, count, adds, retracts, backward) -> one value per group.
+# ``backward`` is a subset of ``adds``; functions whose result does not depend on the order ignore it.
 
 
 def _last_value(
-    agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask
+    agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask, backward: Mask
 ) -> pa.Array:
-    last = last_where(groups, adds | retracts, count)
+    # An add from behind never replaces what is there (aggReversed keeps the accumulator).
+    last = last_where(groups, (adds & ~backward) | retracts, count)
     return take_or_null(column, np.where((last >= 0) & retracts[np.maximum(last, 0)], -1, last))
 
 
 def _last_non_null(
-    agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask
+    agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask, backward: Mask
 ) -> pa.Array:
-    last = last_where(groups, (adds | retracts) & _valid(column), count)
-    return take_or_null(column, np.where((last >= 0) & retracts[np.maximum(last, 0)], -1, last))
+    valid = _valid(column)
+    forward = adds & ~backward
+    last = last_where(groups, (forward | retracts) & valid, count)
+    chosen = np.where((last >= 0) & forward[np.maximum(last, 0)], last, -1)
+    if backward.any():
+        # An add from behind fills the value only while it is null: the first such one after the last
+        # retraction that cleared it (or from the start).
+        after = np.arange(len(groups)) > last[groups]
+        fill = first_where(groups, backward & valid & after, count)
+        chosen = np.where(chosen >= 0, chosen, fill)
+    return take_or_null(column, chosen)
 
 
 def _first_value(
-    agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask
+    agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask, backward: Mask
 ) -> pa.Array:
-    return take_or_null(column, first_where(groups, adds, count))
+    first = first_where(groups, adds, count)
+    if not backward.any():
+        return take_or_null(column, first)
+    # Java's first_value keeps what its first call returned, except that an add from behind replaces it
+    # (it is earlier); a first call from behind returns the accumulator, still null.
+    chosen = np.where((first >= 0) & ~backward[np.maximum(first, 0)], first, -1)
+    replaced = last_where(groups, backward & (np.arange(len(groups)) > first[groups]), count)
+    return take_or_null(column, np.where(replaced >= 0, replaced, chosen))
 
 
 def _first_non_null(
-    agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask
+    agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask, backward: Mask
 ) -> pa.Array:
-    return take_or_null(column, first_where(groups, adds & _valid(column), count))
+    valid = _valid(column)
+    if not backward.any():
+        return take_or_null(column, first_where(groups, adds & valid, count))
+    return take_or_null(
+        column, _first_non_null_with_backward(groups, count, adds & ~backward, backward, valid)
+    )
+
+
+def _first_non_null_with_backward(
+    groups: Indices, count: int, forward: Mask, backward: Mask, valid: Mask
+) -> Indices:
+    """Java's first_non_null_value when adds come from behind, step for step: a forward non-null sets the
+    value once; from behind, an add sets the value (even to null) unless one set before it is non-null
+    and not yet settled, in which case it settles it."""
+    positions = np.arange(len(groups))
+    first_forward = first_where(groups, forward & valid, count)
+    first_back = first_where(groups, backward & valid, count)
+    none = len(groups)
+    f = np.where(first_forward >= 0, first_forward, none)
+    b = np.where(first_back >= 0, first_back, none)
+    # A non-null from behind first: the value until the next add from behind (which settles it) or the
+    # next forward non-null (which replaces and settles it).
+    next_back = first_where(groups, backward & (positions > b[groups]), count)
+    next_back = np.where(next_back >= 0, next_back, none)
+    back_first = b < f
+    settled_at = np.where(back_first, np.minimum(next_back, f), f)
+    value = np.where(back_first & (next_back < f), b, f)
+    value = np.where(back_first & (settled_at == none), b, value)
+    # Once settled, every later add from behind sets the value.
+    later = last_where(groups, backward & (positions > settled_at[groups]), count)
+    chosen = np.where(later >= 0, later, value)
+    return np.where(chosen == none, -1, chosen)
 
 
 def _hash_aggregate(
     column: Any,
     groups: Indices,
     count: int,
-    rows: Mask,
+    rows: Indices,
     function: str,
     options: Any = None,
     values: Any = None,
 ) -> pa.Array:
-    """Arrow's hash aggregate ``function`` of the chosen rows per group; groups without rows are null."""
-    picked = np.nonzero(rows)[0]
-    data = values if values is not None else pc.take(column, pa.array(picked))
-    table = pa.table({"g": pa.array(groups[picked]), "v": data})
+    """Arrow's hash aggregate ``function`` of the given rows (in that order) per group; groups without rows
+    are null."""
+    data = values if values is not None else pc.take(column, pa.array(rows))
+    table = pa.table({"g": pa.array(groups[rows]), "v": data})
     grouped = table.group_by("g", use_threads=False).aggregate([("v", function, options)])
     where = np.full(count, -1, dtype=np.int64)
     where[grouped.column("g").to_numpy()] = np.arange(grouped.num_rows)
@@ -181,87 +245,192 @@ def _hash_aggregate(
 _MIN_ONE = pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
 
 
-def _sum(agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask) -> pa.Array:
-    rows = adds | retracts
-    picked = np.nonzero(rows)[0]
+def _sum(
+    agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask, backward: Mask
+) -> pa.Array:
+    picked = np.flatnonzero(adds | retracts)
     values = pc.take(column, pa.array(picked))
     if retracts.any():
         values = pc.if_else(pa.array(retracts[picked]), pc.negate(values), values)
-    summed = _hash_aggregate(column, groups, count, rows, "sum", _MIN_ONE, values)
+    summed = _hash_aggregate(column, groups, count, picked, "sum", _MIN_ONE, values)
     return pc.cast(summed, agg.arrow_type, safe=False)  # integer sums wrap as in Java
 
 
 def _simple(function: str) -> Callable[..., pa.Array]:
     def aggregate(
-        agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask
+        agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask, backward: Mask
     ) -> pa.Array:
-        result = _hash_aggregate(column, groups, count, adds, function, _MIN_ONE)
+        result = _hash_aggregate(column, groups, count, np.flatnonzero(adds), function, _MIN_ONE)
         return pc.cast(result, agg.arrow_type, safe=False)
 
     return aggregate
 
 
-def _listagg(
-    agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask
+def _product(
+    agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask, backward: Mask
 ) -> pa.Array:
-    non_empty = _valid(column) & (
-        pc.fill_null(pc.not_equal(column, ""), False).to_numpy(zero_copy_only=False)
+    result = pc.cast(
+        _hash_aggregate(column, groups, count, np.flatnonzero(adds), "product", _MIN_ONE),
+        agg.arrow_type,
+        safe=False,  # integer products wrap, as Arrow's do
     )
-    lists = _hash_aggregate(column, groups, count, adds & non_empty, "list")
-    if agg.distinct:
-        joined: list[str | None] = []
-        for items in lists.to_pylist():
-            if items is None:
-                joined.append(None)
-                continue
-            seen: list[str] = []
-            for item in items:
-                for token in item.split(agg.delimiter):
-                    if token not in seen:
-                        seen.append(token)
-            joined.append(agg.delimiter.join(seen))
-        return pa.array(joined, pa.string())
-    return pc.cast(pc.binary_join(lists, agg.delimiter), agg.arrow_type)
+    if not retracts.any():
+        return result
+    # A retraction divides (integers truncating, as Java's): the order matters, so groups with one are
+    # folded record by record.
+    folded = result.to_pylist()
+    touched = np.unique(groups[retracts])
+    rows = np.flatnonzero(np.isin(groups, touched) & (adds | retracts) & _valid(column))
+    for group in touched:
+        folded[group] = None
+    for row, value in zip(rows, pc.take(column, pa.array(rows)).to_pylist(), strict=True):
+        group = int(groups[row])
+        current = folded[group]
+        if not retracts[row]:
+            folded[group] = value if current is None else _wrapped(current * value, agg)
+        elif current is not None:  # retracting from nothing leaves nothing
+            folded[group] = _divided(current, value, agg)
+    return pa.array(folded, agg.arrow_type)
+
+
+def _wrapped(value: Any, agg: Aggregator) -> Any:
+    arrow_type = agg.arrow_type
+    if not pa.types.is_integer(arrow_type):
+        return value
+    half = 1 << (arrow_type.bit_width - 1)
+    return (value + half) % (2 * half) - half
+
+
+def _divided(current: Any, divisor: Any, agg: Aggregator) -> Any:
+    if pa.types.is_integer(agg.arrow_type):
+        if divisor == 0:
+            raise MergeError(f"aggregate function 'product' of column {agg.column!r} cannot retract a zero")
+        quotient = abs(current) // abs(divisor)  # truncated toward zero
+        return _wrapped(quotient if (current < 0) == (divisor < 0) else -quotient, agg)
+    if pa.types.is_decimal(agg.arrow_type):
+        if divisor == 0:
+            raise MergeError(f"aggregate function 'product' of column {agg.column!r} cannot retract a zero")
+        return (current / divisor).quantize(Decimal(1).scaleb(-agg.arrow_type.scale), ROUND_HALF_UP)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np.float64(current) / np.float64(divisor))  # IEEE: x / 0 is infinite, 0 / 0 NaN
+
+
+def _in_fold_order(groups: Indices, rows: Mask, backward: Mask) -> Indices:
+    """The chosen rows group by group, in the order a fold leaves their values: adds from behind go
+    before everything accumulated so far (the later, the further in front), the others after it."""
+    picked = np.flatnonzero(rows)
+    if not backward[picked].any():
+        return picked
+    position = np.where(backward[picked], -(picked + 1), picked + 1)
+    return picked[np.lexsort((position, groups[picked]))]
+
+
+def _blank(column: Any) -> Mask:
+    """Null, empty or whitespace-only strings: what Java's listagg skips."""
+    text = pc.fill_null(column, "")
+    blank = pc.or_(pc.equal(pc.utf8_length(text), 0), pc.utf8_is_space(text))
+    result: Mask = blank.to_numpy(zero_copy_only=False)
+    return result
+
+
+def _listagg(
+    agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask, backward: Mask
+) -> pa.Array:
+    rows = _in_fold_order(groups, adds & ~_blank(column), backward)
+    lists = _hash_aggregate(column, groups, count, rows, "list")
+    if not agg.distinct:
+        joined = pc.cast(pc.binary_join(lists, agg.delimiter), agg.arrow_type)
+    else:
+        joined = pa.array(
+            [_distinct_join(items, agg.delimiter) for items in lists.to_pylist()], agg.arrow_type
+        )
+    if not backward.any():
+        return joined
+    # Without a value that is not blank, an add from behind replaces what is there (Java's aggReversed
+    # returns the older value when the accumulator is blank), blank or null as it may be.
+    blank_from_behind = take_or_null(column, last_where(groups, backward, count))
+    return pc.if_else(pc.is_null(joined), blank_from_behind, joined)
+
+
+def _distinct_join(items: list[str] | None, delimiter: str) -> str | None:
+    """Java's distinct listagg: the first value as it is, then each later value's tokens that are neither
+    blank nor seen before."""
+    if not items:
+        return None
+    joined = items[0]
+    seen = set(joined.split(delimiter))
+    for item in items[1:]:
+        for token in item.split(delimiter):
+            if token.strip() and token not in seen:
+                seen.add(token)
+                joined += delimiter + token
+    return joined
 
 
 def _collect(
-    agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask
+    agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask, backward: Mask
 ) -> pa.Array:
-    lists = _hash_aggregate(column, groups, count, adds & _valid(column), "list")
-    merged: list[list[Any] | None] = []
-    for items in lists.to_pylist():
-        if items is None:
-            merged.append(None)
+    rows = np.flatnonzero((adds | retracts) & _valid(column))
+    # Java's collect appends adds from behind too, unless ignore-retract wraps it (the wrapper prepends).
+    prepend = backward if agg.ignore_retract else np.zeros_like(backward)
+    collected: list[list[Any] | None] = [None] * count
+    for row, items in zip(rows, pc.take(column, pa.array(rows)).to_pylist(), strict=True):
+        group = int(groups[row])
+        current = collected[group]
+        if retracts[row]:
+            if current is not None:  # without an accumulator there is nothing to retract
+                collected[group] = _without(current, items)
             continue
-        flat = [value for item in items for value in item]
-        if agg.distinct:
-            flat = [v for i, v in enumerate(flat) if v not in flat[:i]]
-        merged.append(flat)
-    return pa.array(merged, agg.arrow_type)
+        merged = items if current is None else items + current if prepend[row] else current + items
+        collected[group] = _distinct(merged) if agg.distinct else merged
+    return pa.array(collected, agg.arrow_type)
+
+
+def _without(current: list[Any], retracted: list[Any]) -> list[Any]:
+    """``current`` less one occurrence (the first) of each retracted element."""
+    remaining = list(retracted)
+    kept = []
+    for value in current:
+        if value in remaining:
+            remaining.remove(value)
+        else:
+            kept.append(value)
+    return kept
+
+
+def _distinct(values: list[Any]) -> list[Any]:
+    kept: list[Any] = []
+    for value in values:
+        if value not in kept:
+            kept.append(value)
+    return kept
 
 
 def _merge_map(
-    agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask
+    agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask, backward: Mask
 ) -> pa.Array:
     rows = np.nonzero((adds | retracts) & _valid(column))[0]
     maps: list[dict[Any, Any] | None] = [None] * count
     values = pc.take(column, pa.array(rows)).to_pylist()
     for row, pairs in zip(rows, values, strict=True):
         group = int(groups[row])
-        current = maps[group] if maps[group] is not None else {}
-        assert current is not None
+        current = maps[group]
         if retracts[row]:
-            for key, _ in pairs:
-                current.pop(key, None)
+            if current is not None:  # without an accumulator there is nothing to retract
+                for key, _ in pairs:
+                    current.pop(key, None)
+        elif current is None:
+            maps[group] = dict(pairs)
+        elif backward[row]:  # from behind: the accumulated entries win
+            maps[group] = {**dict(pairs), **current}
         else:
-            current.update(dict(pairs))
-        maps[group] = current
+            current.update(pairs)
     return pa.array([None if m is None else list(m.items()) for m in maps], agg.arrow_type)
 
 
 _IMPLEMENTATIONS: dict[str, Callable[..., pa.Array]] = {
     "sum": _sum,
-    "product": _simple("product"),
+    "product": _product,
     "max": _simple("max"),
     "min": _simple("min"),
     "bool_and": _simple("all"),

@@ -2,8 +2,10 @@
 
 See docs/primary-key-tables.md ("Records and their order", "Merge engines"). Records are sorted once by
 (key, sequence fields, sequence number) and cut into key groups; an engine then picks or folds rows per
-group with numpy index arithmetic and Arrow kernels. Every engine is associative over consecutive runs of
-a key's records, because flushes, compactions and reads each merge a part.
+group with numpy index arithmetic and Arrow kernels. The engines give what Java's merge functions give,
+record for record; flushes, compactions and reads each merge a part, which changes nothing where those
+functions are associative over consecutive runs of a key's records (all but a few, named in the docs).
+The options that configure an engine are read in ``_merge_options``.
 """
 
 from __future__ import annotations
@@ -16,12 +18,9 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core import options as opts
-from paimon_core.errors import ConfigError, MergeError, SchemaError
-from paimon_core.schema import TableSchema
+from paimon_core.errors import MergeError
 from paimon_core.table.mergetree._aggregates import (
     Aggregator,
-    aggregator_for,
     first_where,
     last_where,
     take_or_null,
@@ -34,7 +33,6 @@ __all__ = [
     "UPDATE_AFTER",
     "UPDATE_BEFORE",
     "MergeEngine",
-    "merge_engine",
     "merge_in_order",
     "merge_order",
     "order_of_runs",
@@ -319,11 +317,18 @@ _PARTIAL_UPDATE_DELETE_HELP = (
 
 
 class SequenceGroup:
-    """Columns updated only by records whose sequence fields are at least the stored ones."""
+    """Columns updated only by records whose sequence fields are at least the stored ones; a column with an
+    aggregate function folds every record of the group instead (older ones from behind)."""
 
-    def __init__(self, sequence_fields: Sequence[str], columns: Sequence[str]) -> None:
+    def __init__(
+        self,
+        sequence_fields: Sequence[str],
+        columns: Sequence[str],
+        aggregators: dict[str, Aggregator] | None = None,
+    ) -> None:
         self.sequence_fields = list(sequence_fields)
         self.columns = list(columns)
+        self.aggregators = dict(aggregators or {})
 
 
 class PartialUpdate(MergeEngine):
@@ -437,8 +442,36 @@ class PartialUpdate(MergeEngine):
             result[name] = take_or_null(records.column(name), chosen)
         value_rows = np.where(retracted, -1, chosen)
         for name in group.columns:
-            result[name] = take_or_null(records.column(name), value_rows)
+            if name not in group.aggregators:
+                result[name] = take_or_null(records.column(name), value_rows)
+        if group.aggregators:
+            backward = np.zeros(records.num_rows, dtype=bool)
+            if len(rows):
+                backward[rows] = _behind_stored(records, groups, rows, group.sequence_fields)
+            where = pa.array(np.flatnonzero(present))
+            for name, aggregator in group.aggregators.items():
+                folded = aggregator.aggregate(
+                    records.column(name), groups, count, candidates, retract, backward & ~retract
+                )
+                result[name] = folded.take(where)
         return result
+
+
+def _behind_stored(
+    records: pa.Table, groups: Indices, rows: Indices, sequence_fields: Sequence[str]
+) -> npt.NDArray[np.bool_]:
+    """For a sequence group's records ``rows`` (in merge order), whether each one's sequence fields are
+    below the largest among its key's earlier ones: the value the merged row holds when it arrives."""
+    keyed = pa.table({f"s{i}": records.column(n).take(pa.array(rows)) for i, n in enumerate(sequence_fields)})
+    order = sort_indices_nulls_first(keyed, [(name, "ascending") for name in keyed.column_names]).to_numpy()
+    rank = np.empty(len(rows), dtype=np.int64)
+    rank[order] = group_ids(keyed.take(order), keyed.column_names)  # equal sequences share a rank
+    # Ranks lifted per key so that one running maximum serves every key (keys come in ascending order).
+    level = groups[rows] * (int(rank.max()) + 1) + rank
+    stored = np.maximum.accumulate(level)
+    behind = np.zeros(len(rows), dtype=bool)
+    behind[1:] = level[1:] < stored[:-1]
+    return behind
 
 
 class Aggregation(MergeEngine):
@@ -474,129 +507,3 @@ class Aggregation(MergeEngine):
             result_kinds[kinds[last] == DELETE] = DELETE
         merged = _assemble(records, columns, sequence, pa.array(result_kinds, pa.int8()))
         return merged, np.arange(count)
-
-
-# --- configuration ---------------------------------------------------------------------------------------
-
-
-def _split(text: str | None) -> list[str]:
-    return [part.strip() for part in (text or "").split(",") if part.strip()]
-
-
-def merge_engine(schema: TableSchema, options: opts.Options) -> MergeEngine:
-    """The table's merge engine, validated.
-
-    Raises:
-        SchemaError: a ``sequence.field`` or sequence-group column is not a column of the table.
-        ConfigError: options that contradict each other or the engine, an unknown aggregate function, or
-            one that does not fit its column's type.
-    """
-    names = schema.field_names
-    keys = list(schema.primary_keys)
-    engine = options.get_option(opts.MERGE_ENGINE)
-    ignore_delete = options.get_option(opts.IGNORE_DELETE)
-    sequence_fields = _split(options.get_option(opts.SEQUENCE_FIELD))
-    for name in sequence_fields:
-        if name not in names:
-            raise SchemaError(f"sequence.field {name!r} is not a column of the table ({names})")
-    if len(set(sequence_fields)) != len(sequence_fields):
-        raise ConfigError(f"sequence.field repeats a column: {sequence_fields}", opts.SEQUENCE_FIELD.key)
-    if engine == "deduplicate":
-        return Deduplicate(ignore_delete)
-    if engine == "first-row":
-        if sequence_fields:
-            raise ConfigError(
-                "the first-row merge engine does not take a sequence.field", opts.SEQUENCE_FIELD.key
-            )
-        return FirstRow(ignore_delete)
-    if engine == "partial-update":
-        return _partial_update(schema, options, keys, sequence_fields, ignore_delete)
-    return _aggregation(schema, options, keys, sequence_fields)
-
-
-def _field_options(options: opts.Options, suffix: str) -> dict[str, str]:
-    found = {}
-    for key, value in options.items():
-        if (
-            key.startswith("fields.")
-            and key.endswith("." + suffix)
-            and key != "fields.default-aggregate-function"
-        ):
-            found[key[len("fields.") : -len(suffix) - 1]] = value
-    return found
-
-
-def _partial_update(
-    schema: TableSchema,
-    options: opts.Options,
-    keys: list[str],
-    sequence_fields: list[str],
-    ignore_delete: bool,
-) -> PartialUpdate:
-    names = schema.field_names
-    remove_on_delete = options.get_option(opts.PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE)
-    if ignore_delete and remove_on_delete:
-        raise ConfigError(
-            "'ignore-delete' and 'partial-update.remove-record-on-delete' cannot both be set",
-            opts.PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.key,
-        )
-    groups = []
-    seen: set[str] = set()
-    for fields, columns_text in _field_options(options, "sequence-group").items():
-        group = SequenceGroup(_split(fields), _split(columns_text))
-        for name in (*group.sequence_fields, *group.columns):
-            if name not in names:
-                raise SchemaError(f"sequence group column {name!r} is not a column of the table ({names})")
-        taken = seen & set(group.columns)
-        if taken:
-            raise ConfigError(f"columns {sorted(taken)} belong to more than one sequence group")
-        seen |= set(group.columns)
-        groups.append(group)
-    if groups and remove_on_delete:
-        raise ConfigError(
-            "'partial-update.remove-record-on-delete' cannot be combined with sequence groups",
-            opts.PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.key,
-        )
-    default_function = options.get_option(opts.FIELDS_DEFAULT_AGGREGATE_FUNCTION)
-    if _field_options(options, "aggregate-function") or default_function is not None:
-        raise ConfigError(
-            "aggregate functions inside the partial-update merge engine are not supported yet; use the "
-            "aggregation merge engine"
-        )
-    del sequence_fields
-    return PartialUpdate(names, keys, ignore_delete, remove_on_delete, groups)
-
-
-def _aggregation(
-    schema: TableSchema, options: opts.Options, keys: list[str], sequence_fields: list[str]
-) -> Aggregation:
-    functions = _field_options(options, "aggregate-function")
-    ignore_retract = {
-        k: v.strip().lower() == "true" for k, v in _field_options(options, "ignore-retract").items()
-    }
-    delimiters = _field_options(options, "list-agg-delimiter")
-    distinct = {k: v.strip().lower() == "true" for k, v in _field_options(options, "distinct").items()}
-    for name in functions:
-        if name not in schema.field_names:
-            raise SchemaError(f"fields.{name}.aggregate-function names no column of the table")
-    default = options.get_option(opts.FIELDS_DEFAULT_AGGREGATE_FUNCTION) or "last_non_null_value"
-    remove_on_delete = options.get_option(opts.AGGREGATION_REMOVE_RECORD_ON_DELETE)
-    aggregators: dict[str, Aggregator] = {}
-    for field in schema.fields:
-        if field.name in keys:
-            continue
-        function = "last_value" if field.name in sequence_fields else functions.get(field.name, default)
-        if remove_on_delete and ignore_retract.get(field.name):
-            raise ConfigError(
-                "'aggregation.remove-record-on-delete' cannot be combined with 'ignore-retract'",
-                opts.AGGREGATION_REMOVE_RECORD_ON_DELETE.key,
-            )
-        aggregators[field.name] = aggregator_for(
-            field.name,
-            function,
-            field.type,
-            ignore_retract=ignore_retract.get(field.name, False),
-            delimiter=delimiters.get(field.name, ","),
-            distinct=distinct.get(field.name, False),
-        )
-    return Aggregation(keys, aggregators, remove_on_delete)

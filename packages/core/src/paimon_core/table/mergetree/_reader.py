@@ -29,11 +29,11 @@ from paimon_core.table.mergetree._levels import SortedRun, interval_partition
 from paimon_core.table.mergetree._merge import (
     FirstRow,
     MergeEngine,
-    merge_engine,
     merge_in_order,
     merge_order,
     order_of_runs,
 )
+from paimon_core.table.mergetree._merge_options import merge_engine
 
 if TYPE_CHECKING:
     from paimon_core.table._table import Table

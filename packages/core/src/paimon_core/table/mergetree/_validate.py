@@ -5,7 +5,7 @@ from __future__ import annotations
 from paimon_core import options as opts
 from paimon_core.errors import ConfigError, SchemaError
 from paimon_core.schema import TableSchema
-from paimon_core.table.mergetree._merge import merge_engine
+from paimon_core.table.mergetree._merge_options import merge_engine
 from paimon_core.types import ArrayType, CharType, MapType, MultisetType, RowType, VarCharType
 
 __all__ = ["RESERVED_NAMES", "check_append_table", "check_primary_key_table"]
