@@ -43,6 +43,8 @@ class Package:
     no_deps: bool = False
     # Extra requirements of the package's test session.
     test_extras: tuple[str, ...] = ()
+    # Its tests run on every core (pytest-xdist): they share no process-wide state such as a SparkSession.
+    parallel: bool = False
 
     @property
     def path(self) -> str:
@@ -54,7 +56,7 @@ class Package:
 
 PACKAGES = (
     # polars and duckdb: the Arrow interchange tests run against the real libraries.
-    Package("core", "paimon-core", extras="pandas,polars,duckdb"),
+    Package("core", "paimon-core", extras="pandas,polars,duckdb", parallel=True),
     # With every extra: its unit tests build each backend and the jdbc lock (imports only, no servers).
     Package("storage", "paimon-storage", siblings=("core",), extras="s3,gcs,azure,postgres"),
     Package("testing", "paimon-testing", siblings=("core",)),
@@ -94,6 +96,11 @@ def _test_deps() -> tuple[str, ...]:
     return nox.project.dependency_groups(PYPROJECT, "test")
 
 
+def _workers(package: Package) -> tuple[str, ...]:
+    """pytest-xdist's arguments for a package whose tests may run in parallel (one worker per core)."""
+    return ("-n", "auto") if package.parallel else ()
+
+
 @nox.session
 @nox.parametrize("package", [p.dir for p in PACKAGES], ids=[p.dir for p in PACKAGES])
 def tests(session: nox.Session, package: str) -> None:
@@ -102,7 +109,7 @@ def tests(session: nox.Session, package: str) -> None:
     The spark session also runs the docs' code blocks that need Spark (``tests/docs``, marker ``docs_spark``).
     """
     _install_workspace(session, package, extra=(*_test_deps(), *BY_DIR[package].test_extras))
-    session.run("pytest", f"packages/{package}/tests", *session.posargs)
+    session.run("pytest", f"packages/{package}/tests", *_workers(BY_DIR[package]), *session.posargs)
     if package == "spark":
         _docs_blocks(session, "docs_spark")
 
@@ -304,10 +311,28 @@ def packages(session: nox.Session) -> None:
     )  # fmt: skip
 
 
+# Each lowest session: the packages installed at their lower bounds, and the pytest arguments of its run.
+# paimon-spark has a venv of its own (pyspark[sql] needs a newer pandas than paimon-core's lower bound) and
+# runs the SQL front's unit tests and the classic half of the suite shared with Spark Connect. The heaviest
+# core tests (marker ``slow``: property runs and memory probes, which call no API the others do not) and the
+# concurrent-commit state machine (slow on the oldest hypothesis) run only at the highest versions.
+_NOT_SLOW = "not slow and " + PYPROJECT["tool"]["pytest"]["ini_options"]["addopts"][-1]
+LOWEST = {
+    "core": (("core", "storage", "testing"), ("packages/core/tests", "packages/storage/tests",
+             "packages/testing/tests/test_strategies.py", "packages/testing/tests/test_plugin.py",
+             "-m", _NOT_SLOW, "-n", "auto")),
+    "spark": (("spark",), ("packages/spark/tests/test_sql_names.py",
+              "packages/spark/tests/test_classic_and_connect.py",
+              "-k", "not connect] and not connect- and not connect_client")),
+}  # fmt: skip
+
+
 @nox.session(python=INTERPRETERS.get("3.10"))
-def lowest(session: nox.Session) -> None:
-    """paimon-core's whole test suite on the lowest versions its metadata allows: Python 3.10 (when
-    installed) and uv's ``--resolution lowest-direct`` for paimon-core with every extra and the test tools.
+@nox.parametrize("group", list(LOWEST), ids=list(LOWEST))
+def lowest(session: nox.Session, group: str) -> None:
+    """The lowest versions every distribution's metadata allows: Python 3.10 (when installed) and uv's
+    ``--resolution lowest-direct`` for the packages of ``group`` with every extra and the test tools; then
+    the tests ``LOWEST`` names.
 
     ``tests/packaging/lowest_versions.py`` first checks that each direct requirement is installed at its
     lower bound, so the run cannot silently test newer versions. The highest versions are what every other
@@ -315,10 +340,16 @@ def lowest(session: nox.Session) -> None:
     """
     if session.venv_backend != "uv":
         session.error("the lowest session needs uv (its --resolution lowest-direct); run it through ./dev")
-    core = BY_DIR["core"]
-    session.install("--resolution", "lowest-direct", "-e", core.requirement(), *_test_deps())
-    session.run("python", "tests/packaging/lowest_versions.py", f"{core.dist}[{core.extras}]")
-    session.run("pytest", "packages/core/tests", *session.posargs)
+    dirs, pytest_args = LOWEST[group]
+    members = [BY_DIR[d] for d in dirs]
+    editable = [a for p in members for a in ("-e", p.requirement())]
+    test_extras = [e for p in members for e in p.test_extras]
+    session.install("--resolution", "lowest-direct", *editable, *_test_deps(), *test_extras)
+    session.run(
+        "python", "tests/packaging/lowest_versions.py",
+        *(f"{p.dist}[{p.extras}]" if p.extras else p.dist for p in members),
+    )  # fmt: skip
+    session.run("pytest", *pytest_args, *session.posargs)
 
 
 @nox.session

@@ -127,6 +127,7 @@ histories = st.lists(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", sorted(ENGINES))
 @pytest.mark.parametrize("producer", ["none", "lookup"])
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -441,6 +441,7 @@ def histories(draw: st.DrawFn) -> tuple[dict[str, int], list[list[tuple[str, int
     return settings_, commits
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(histories())
 def test_merging_keeps_every_live_entry(history: tuple[dict[str, int], list[list[tuple[str, int]]]]) -> None:

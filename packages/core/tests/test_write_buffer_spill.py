@@ -53,6 +53,7 @@ _batch = st.lists(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", sorted(ENGINES))
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(commits=st.lists(st.lists(_batch, min_size=1, max_size=6), min_size=1, max_size=3))

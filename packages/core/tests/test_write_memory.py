@@ -107,6 +107,7 @@ def big_input(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pa.Table]
     return path, data
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["one", "batches"])
 @pytest.mark.parametrize(
     "options",
