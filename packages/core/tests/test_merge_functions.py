@@ -195,13 +195,10 @@ class Collect(Fn):
     def retract(self, acc: Any, x: Any) -> Any:
         if acc is None:
             return None
-        remaining = list(x or [])
-        kept = []
-        for value in acc:
-            if value in remaining:
-                remaining.remove(value)
-            else:
-                kept.append(value)
+        kept = list(acc)
+        for value in x or []:
+            if value in kept:
+                kept.remove(value)  # its first occurrence
         return kept
 
 
