@@ -194,18 +194,27 @@ def start_follower(
     )
 
 
-def wait_for_commits(writer: Any, warehouse: str, more_than: int, timeout_s: float = 180) -> int:
-    """Wait until the table has more than ``more_than`` snapshots; return how many it has."""
+def latest_snapshot_id(warehouse: str) -> int:
+    latest = Catalog.open(warehouse).get_table(TABLE).latest_snapshot()
+    return latest.id if latest is not None else 0
+
+
+def wait_for_appends(writer: Any, warehouse: str, after: int, count: int = 1, timeout_s: float = 180) -> None:
+    """Wait until the word count has committed ``count`` micro-batches after snapshot ``after``.
+
+    Appends are counted, not snapshots: with the lookup changelog producer a micro-batch's commit may be
+    followed by a compaction's snapshot.
+    """
     table = Catalog.open(warehouse).get_table(TABLE)
     deadline = time.time() + timeout_s
     while time.time() < deadline:
         if not writer.isActive:
             raise SystemExit(f"the word count stopped: {writer.exception()}")
-        latest = table.latest_snapshot()
-        if latest is not None and latest.id > more_than:
-            return latest.id
+        appends = [s for s in table.snapshots() if s.id > after and s.commit_kind.value == "APPEND"]
+        if len(appends) >= count:
+            return
         time.sleep(0.5)
-    raise TimeoutError(f"no new commit to {TABLE} in {timeout_s} s")
+    raise TimeoutError(f"fewer than {count} new commits to {TABLE} in {timeout_s} s")
 
 
 def stop_between_batches(query: Any, timeout_s: float = 120) -> None:
@@ -242,13 +251,18 @@ def main(warehouse: str, scratch: str) -> None:
     create_table(warehouse)
     print("   streaming: rate-micro-batch -> one-letter words -> GROUP BY word -> update mode into the table")
     writer = start_word_count(spark, warehouse, os.path.join(checkpoints, "word_count"))
-    seen = wait_for_commits(writer, warehouse, 2)
+    wait_for_appends(writer, warehouse, after=0, count=2)
 
     print("2. batch query, twice:")
     first = show_counts(spark, warehouse)
-    wait_for_commits(writer, warehouse, seen + 3)
+    # Counted after the read, a snapshot is one the read may have seen: the next append is one it did not.
+    wait_for_appends(writer, warehouse, after=latest_snapshot_id(warehouse))
     second = show_counts(spark, warehouse)
     print(f"   the counts grew by {second - first} between the two runs")
+    if second <= first:
+        raise SystemExit(
+            f"the second batch query did not see the word count's new commit: {first} -> {second}"
+        )
 
     print(f"3. streaming query over the changelog: words per interval of {INTERVAL} counts")
     tally = IntervalTally()
@@ -266,7 +280,7 @@ def main(warehouse: str, scratch: str) -> None:
     stopped_at = rows_generated(warehouse)
     print(f"   stopped after {stopped_at} words")
     writer = start_word_count(spark, warehouse, os.path.join(checkpoints, "word_count"))
-    wait_for_commits(writer, warehouse, Catalog.open(warehouse).get_table(TABLE).latest_snapshot().id + 4)
+    wait_for_appends(writer, warehouse, after=latest_snapshot_id(warehouse), count=2)
     stop_between_batches(writer)
     stop_between_batches(follower)
     # The follower catches up from its checkpoint with whatever the table got after it stopped.
