@@ -42,6 +42,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -201,31 +202,34 @@ def writer_peak(batches: list[pa.Table], directory: Path, options: dict[str, str
 # --- reads -----------------------------------------------------------------------------------------------
 
 
-def first_read(warehouse: Path) -> Callable[[], pa.Table]:
+@dataclass(frozen=True)
+class Read:
+    """A timed read, and what has to happen untimed right before it."""
+
+    run: Callable[[], pa.Table]
+    prepare: Callable[[], Any] | None = None
+
+
+def first_read(warehouse: Path) -> Read:
     """A read as a new process makes it: a fresh table handle and an empty manifest cache."""
+    from paimon_core import Catalog
+    from paimon_core.manifest._cache import manifest_cache
 
-    def read() -> pa.Table:
-        from paimon_core import Catalog
-        from paimon_core.manifest._cache import manifest_cache
-
-        manifest_cache.clear()
-        return Catalog.open(str(warehouse)).get_table("bench.t").to_arrow()
-
-    return read
+    return Read(lambda: Catalog.open(str(warehouse)).get_table("bench.t").to_arrow(), manifest_cache.clear)
 
 
-def warm_read(warehouse: Path) -> Callable[[], pa.Table]:
-    """A read through a handle that has read before (manifests cached)."""
+def warm_read(warehouse: Path) -> Read:
+    """A read through a handle that has read before, its manifests cached (planned again untimed: a first
+    read of another table may have emptied the cache since)."""
     from paimon_core import Catalog
 
     table = Catalog.open(str(warehouse)).get_table("bench.t")
-    table.to_arrow()
-    return table.to_arrow
+    return Read(table.to_arrow, lambda: table.scan().plan())
 
 
-def read_files(paths: list[str]) -> Callable[[], pa.Table]:
+def read_files(paths: list[str]) -> Read:
     """``pyarrow.parquet`` reading data files one after another, unmerged (what a merged read decodes)."""
-    return lambda: pa.concat_tables(pq.read_table(p) for p in paths)
+    return Read(lambda: pa.concat_tables(pq.read_table(p) for p in paths))
 
 
 def table_layout(warehouse: Path) -> dict[str, Any]:
@@ -247,7 +251,7 @@ def table_layout(warehouse: Path) -> dict[str, Any]:
 
 
 def read_rounds(
-    reads: dict[str, Callable[[], pa.Table]], expected: dict[str, pa.Table | None], rounds: int, seed: int
+    reads: dict[str, Read], expected: dict[str, pa.Table | None], rounds: int, seed: int
 ) -> dict[str, dict[str, list[float]]]:
     """Every read once per round, in a shuffled order; the first round checks what each returns."""
     times: dict[str, dict[str, list[float]]] = {n: {"wall": [], "cpu": []} for n in reads}
@@ -256,7 +260,10 @@ def read_rounds(
         names = list(reads)
         rng.shuffle(names)
         for name in names:
-            wall, cpu, got = timed(reads[name])
+            read = reads[name]
+            if read.prepare is not None:
+                read.prepare()
+            wall, cpu, got = timed(read.run)
             want = expected[name]
             if round_ == 0 and want is not None:
                 check(want, got, name)
@@ -447,8 +454,8 @@ def measure(
     }
     raw_file = workdir / "merged.parquet"
     pq.write_table(expected, raw_file, compression="zstd", compression_level=1, row_group_size=1 << 30)
-    reads: dict[str, Callable[[], pa.Table]] = {
-        "raw Parquet, merged rows": lambda: pq.read_table(raw_file),
+    reads: dict[str, Read] = {
+        "raw Parquet, merged rows": Read(lambda: pq.read_table(raw_file)),
         "raw Parquet, defaults files unmerged": read_files(layouts["defaults"]["paths"]),
         "raw Parquet, write-only files unmerged": read_files(layouts["write-only"]["paths"]),
         "defaults, first read": first_read(workdir / "defaults"),
