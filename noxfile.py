@@ -59,7 +59,7 @@ PACKAGES = (
     Package("core", "paimon-core", extras="pandas,polars,duckdb", parallel=True),
     # With every extra: its unit tests build each backend and the jdbc lock (imports only, no servers).
     Package("storage", "paimon-storage", siblings=("core",), extras="s3,gcs,azure,postgres"),
-    Package("testing", "paimon-testing", siblings=("core",)),
+    Package("testing", "paimon-testing", siblings=("core",), parallel=True),
     # pyspark is a ~450 MB sdist (about a minute to build once; cached afterwards). PySpark 4.3 warns under
     # pandas 3, and the warning is an error in our pytest config. The connect extra: the tests run a suite
     # over a Spark Connect server they start in their own Spark.
