@@ -358,13 +358,18 @@ def _distinct_join(items: list[str] | None, delimiter: str) -> str | None:
     if not items:
         return None
     joined = items[0]
-    seen = set(joined.split(delimiter))
+    seen = set(_tokens(joined, delimiter))
     for item in items[1:]:
-        for token in item.split(delimiter):
+        for token in _tokens(item, delimiter):
             if token.strip() and token not in seen:
                 seen.add(token)
                 joined += delimiter + token
     return joined
+
+
+def _tokens(text: str, delimiter: str) -> list[str]:
+    # An empty delimiter splits on whitespace, as Java's splitByWholeSeparatorPreserveAllTokens does.
+    return text.split(delimiter) if delimiter else text.split()
 
 
 def _collect(

@@ -157,7 +157,7 @@ def _aggregator(options: opts.Options, column: str, function: str, data_type: Da
         function,
         data_type,
         ignore_retract=flag is not None and flag.strip().lower() == "true",
-        delimiter=options.get(f"fields.{column}.list-agg-delimiter") or ",",
+        delimiter=options.get(f"fields.{column}.list-agg-delimiter", ","),
         distinct=distinct is not None and distinct.strip().lower() == "true",
     )
 
