@@ -341,6 +341,7 @@ class PartialUpdate(MergeEngine):
         ignore_delete: bool,
         remove_record_on_delete: bool,
         sequence_groups: Sequence[SequenceGroup],
+        removing_groups: Sequence[SequenceGroup] = (),
     ) -> None:
         self.key_columns = list(key_columns)
         grouped = {c for g in sequence_groups for c in (*g.columns, *g.sequence_fields)}
@@ -348,12 +349,17 @@ class PartialUpdate(MergeEngine):
         self.ignore_delete = ignore_delete
         self.remove_record_on_delete = remove_record_on_delete
         self.sequence_groups = list(sequence_groups)
+        # partial-update.remove-record-on-sequence-group: a -D winning one of these removes the row.
+        self.removing_groups = list(removing_groups)
 
     def _merge(self, records: pa.Table, groups: Indices) -> tuple[pa.Table, Indices]:
         count = _group_count(groups)
         kinds = _kinds(records)
         retract = _is_retract(kinds)
+        inserted = last_where(groups, ~retract, count) >= 0
         considered = np.ones(records.num_rows, dtype=bool)
+        # The -D that removed its key's row last: the row restarts from its values, as from an insert.
+        removal = np.zeros(records.num_rows, dtype=bool)
         if retract.any():
             if self.ignore_delete:
                 considered = ~retract
@@ -361,6 +367,10 @@ class PartialUpdate(MergeEngine):
                 considered = self._after_last_delete(groups, kinds, count)
             elif not self.sequence_groups:
                 raise MergeError(_PARTIAL_UPDATE_DELETE_HELP)
+            elif self.removing_groups and (kinds == DELETE).any():
+                removal = self._last_removal(records, groups, kinds, count)
+                considered = np.arange(records.num_rows) >= last_where(groups, removal, count)[groups]
+                retract = retract & ~removal
         last = last_where(groups, considered, count)
         present = last >= 0
         last = last[present]
@@ -377,14 +387,16 @@ class PartialUpdate(MergeEngine):
             chosen = last_where(groups, adds & valid, count)[present]
             columns[name] = take_or_null(records.column(name), chosen)
         for group in self.sequence_groups:
-            columns.update(self._merge_group(records, groups, count, considered, retract, group, present))
+            columns.update(
+                self._merge_group(records, groups, count, considered, retract, group, present, removal)
+            )
         sequence = pc.take(records.column(SEQUENCE_NUMBER), pa.array(last))
         result_kinds = np.full(len(last), INSERT, dtype=np.int8)
         if self.remove_record_on_delete:
             result_kinds[kinds[last] == DELETE] = DELETE
-        no_add = last_where(groups, considered & ~retract, count)[present] < 0
-        if not self.remove_record_on_delete:
-            result_kinds[no_add] = DELETE
+        else:
+            # Java: DELETE when the key never had an insert, or when its last record removed the row.
+            result_kinds[~inserted[present] | removal[last]] = DELETE
         merged = _assemble(records, columns, sequence, pa.array(result_kinds, pa.int8()))
         return merged, np.flatnonzero(present)
 
@@ -397,6 +409,32 @@ class PartialUpdate(MergeEngine):
         after: npt.NDArray[np.bool_] = (positions >= starts) & (kinds != UPDATE_BEFORE)
         return after
 
+    def _last_removal(
+        self, records: pa.Table, groups: Indices, kinds: npt.NDArray[np.int8], count: int
+    ) -> npt.NDArray[np.bool_]:
+        """Per key, the last -D that removed the row: one whose sequence in a removing group is not all null
+        and at least the stored one. A removal resets the stored sequences to the -D's own, so whether a
+        later -D removes depends on the earlier ones: the keys that have such a -D are walked record by
+        record (on ranks of the sequences; -1 for all null)."""
+        ranks = [_sequence_ranks(records, g.sequence_fields) for g in self.removing_groups]
+        maybe = (kinds == DELETE) & np.any([r >= 0 for r in ranks], axis=0)
+        removes = np.zeros(records.num_rows, dtype=bool)
+        stored: list[int] = []
+        key = -1
+        for row in np.flatnonzero(np.isin(groups, groups[maybe])).tolist():
+            if groups[row] != key:
+                key, stored = int(groups[row]), [-1] * len(ranks)
+            current = [int(r[row]) for r in ranks]
+            if maybe[row] and any(c >= 0 and c >= s for c, s in zip(current, stored, strict=True)):
+                removes[row] = True
+                stored = current  # the row becomes the -D's values
+            else:
+                stored = [max(c, s) for c, s in zip(current, stored, strict=True)]
+        last = last_where(groups, removes, count)
+        removal = np.zeros(records.num_rows, dtype=bool)
+        removal[last[last >= 0]] = True
+        return removal
+
     @staticmethod
     def _merge_group(
         records: pa.Table,
@@ -406,10 +444,12 @@ class PartialUpdate(MergeEngine):
         retract: npt.NDArray[np.bool_],
         group: SequenceGroup,
         present: npt.NDArray[np.bool_],
+        removal: npt.NDArray[np.bool_],
     ) -> dict[str, pa.Array]:
         # The winner of a group is its record with the largest sequence fields (ties: the later record),
-        # among records whose sequence fields are not all null.
-        some_sequence = np.zeros(records.num_rows, dtype=bool)
+        # among records whose sequence fields are not all null, and the removing -D the key restarts from
+        # (its values are the row's, whatever its sequence).
+        some_sequence = removal.copy()
         for name in group.sequence_fields:
             some_sequence |= records.column(name).is_valid().to_numpy(zero_copy_only=False)
         candidates = considered & some_sequence
@@ -463,15 +503,32 @@ def _behind_stored(
     """For a sequence group's records ``rows`` (in merge order), whether each one's sequence fields are
     below the largest among its key's earlier ones: the value the merged row holds when it arrives."""
     keyed = pa.table({f"s{i}": records.column(n).take(pa.array(rows)) for i, n in enumerate(sequence_fields)})
-    order = sort_indices_nulls_first(keyed, [(name, "ascending") for name in keyed.column_names]).to_numpy()
-    rank = np.empty(len(rows), dtype=np.int64)
-    rank[order] = group_ids(keyed.take(order), keyed.column_names)  # equal sequences share a rank
+    rank = _ranks(keyed)
     # Ranks lifted per key so that one running maximum serves every key (keys come in ascending order).
     level = groups[rows] * (int(rank.max()) + 1) + rank
     stored = np.maximum.accumulate(level)
     behind = np.zeros(len(rows), dtype=bool)
     behind[1:] = level[1:] < stored[:-1]
     return behind
+
+
+def _ranks(keyed: pa.Table) -> Indices:
+    """Each row's rank among the rows of ``keyed`` in ascending order, nulls first (equal rows share one)."""
+    order = sort_indices_nulls_first(keyed, [(name, "ascending") for name in keyed.column_names]).to_numpy()
+    rank = np.empty(keyed.num_rows, dtype=np.int64)
+    rank[order] = group_ids(keyed.take(order), keyed.column_names)
+    return rank
+
+
+def _sequence_ranks(records: pa.Table, sequence_fields: Sequence[str]) -> Indices:
+    """Each record's rank by a sequence group's fields, -1 where they are all null (below every other)."""
+    keyed = records.select(list(sequence_fields))
+    rank = _ranks(keyed)
+    all_null = np.ones(records.num_rows, dtype=bool)
+    for name in sequence_fields:
+        all_null &= records.column(name).is_null().to_numpy(zero_copy_only=False)
+    rank[all_null] = -1
+    return rank
 
 
 class Aggregation(MergeEngine):

@@ -91,7 +91,35 @@ def _partial_update(
     for group in groups:
         group.aggregators = {c: aggregators[c] for c in group.columns if c in aggregators}
     del sequence_fields
-    return PartialUpdate(names, keys, ignore_delete, remove_on_delete, groups)
+    removing = _removing_groups(options, groups, ignore_delete)
+    return PartialUpdate(names, keys, ignore_delete, remove_on_delete, groups, removing)
+
+
+def _removing_groups(
+    options: opts.Options, groups: list[SequenceGroup], ignore_delete: bool
+) -> list[SequenceGroup]:
+    """The sequence groups named (by a sequence field) in ``partial-update.remove-record-on-sequence-group``:
+    a -D that wins one of them removes the whole row."""
+    option = opts.PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP
+    text = options.get_option(option)
+    if text is None:
+        return []
+    if ignore_delete:
+        raise ConfigError(f"'ignore-delete' and '{option.key}' cannot both be set", option.key)
+    named = _split(text)
+    group_of = {field: group for group in groups for field in group.sequence_fields}
+    unknown = [field for field in named if field not in group_of]
+    if unknown or not named:
+        raise ConfigError(
+            f"'{option.key}' names {unknown or 'no field'}, which must be sequence fields of sequence groups"
+            f" ('fields.<sequence field>.sequence-group'; these are {sorted(group_of)})",
+            option.key,
+        )
+    removing: list[SequenceGroup] = []
+    for field in named:
+        if group_of[field] not in removing:
+            removing.append(group_of[field])
+    return removing
 
 
 def _sequence_groups(schema: TableSchema, options: opts.Options, keys: list[str]) -> list[SequenceGroup]:
