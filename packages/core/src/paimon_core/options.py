@@ -1090,6 +1090,14 @@ class Options(Mapping[str, str]):
         size = self.get_option(FILE_BLOCK_SIZE)
         return size if size is not None else self.get_option(PARQUET_BLOCK_SIZE)
 
+    def per_field(self, suffix: str) -> dict[str, str]:
+        """``fields.<column>.<suffix>`` options (``stats-mode``, ``aggregate-function``...) by column."""
+        found = {}
+        for key, value in self.raw.items():
+            if key.startswith("fields.") and key.endswith("." + suffix):
+                found[key[len("fields.") : -len(suffix) - 1]] = value
+        return found
+
     def parquet_column_dictionary(self) -> dict[str, bool]:
         """``parquet.enable.dictionary#<column>``: dictionary encoding chosen per column."""
         chosen = {}

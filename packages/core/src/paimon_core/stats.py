@@ -257,14 +257,15 @@ def leaf_columns(schema: pa.Schema) -> dict[str, int]:
     return leaves
 
 
+_LIST_KINDS = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list, pa.types.is_list_view)
+
+
 def _leaf_count(arrow_type: pa.DataType) -> int:
     if pa.types.is_struct(arrow_type):
         return sum(_leaf_count(arrow_type.field(i).type) for i in range(arrow_type.num_fields))
     if pa.types.is_map(arrow_type):
         return _leaf_count(arrow_type.key_type) + _leaf_count(arrow_type.item_type)
-    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
-        return _leaf_count(arrow_type.value_type)
-    if pa.types.is_fixed_size_list(arrow_type) or pa.types.is_list_view(arrow_type):
+    if any(is_kind(arrow_type) for is_kind in _LIST_KINDS):
         return _leaf_count(arrow_type.value_type)
     return 1
 

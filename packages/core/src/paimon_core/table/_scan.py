@@ -108,8 +108,7 @@ def _read_entries(
             )
         return read_manifest_file(table.storage, path)
 
-    to_decode = [m for m in wanted if not (cached and manifest_cache.holds(table.manifest_path(m.file_name)))]
-    if len(wanted) > 4 and _worth_threads(table, to_decode):
+    if len(wanted) > 4 and _worth_threads(table, wanted, cached):
         with ThreadPoolExecutor(max_workers=8) as pool:
             chunks = list(pool.map(read_one, wanted))
     else:
@@ -120,12 +119,13 @@ def _read_entries(
 _LOCAL_THREADS_BYTES = 1 << 20
 
 
-def _worth_threads(table: Table, to_decode: Sequence[ManifestFileMeta]) -> bool:
+def _worth_threads(table: Table, wanted: Sequence[ManifestFileMeta], cached: bool) -> bool:
     """Whether reading manifests on threads pays: they overlap a remote store's round trips (cache hits
     check their file exists too), but decoding holds the GIL, so on a local disk starting the threads
     costs more than small manifests take to decode (a plan's first read, or one served by the cache)."""
     if not isinstance(unwrap(table.storage), LocalBackend):
         return True
+    to_decode = [m for m in wanted if not (cached and manifest_cache.holds(table.manifest_path(m.file_name)))]
     return sum(m.file_size for m in to_decode) >= _LOCAL_THREADS_BYTES
 
 

@@ -267,7 +267,7 @@ class DataFileWriter:
         stats = StatsCollector(
             list(table.schema.fields),
             table.options.get_option(opts.STATS_MODE),
-            _per_field_stats_modes(table.options),
+            table.options.per_field("stats-mode"),
             table.options.get_option(opts.STATS_DENSE_STORE),
             footer_schema=file_schema,  # min/max as the Parquet writer computed them (stats.py)
         )
@@ -432,14 +432,6 @@ def _dictionary_columns(sample: pa.Table, options: opts.Options) -> bool | list[
         if wanted:
             chosen.append(name)
     return chosen
-
-
-def _per_field_stats_modes(options: opts.Options) -> dict[str, str]:
-    modes = {}
-    for key, value in options.items():
-        if key.startswith("fields.") and key.endswith(".stats-mode"):
-            modes[key[len("fields.") : -len(".stats-mode")]] = value
-    return modes
 
 
 class TableWrite:

@@ -9,10 +9,8 @@ import pyarrow as pa
 
 from paimon_core.table.mergetree._merge import (
     MergeEngine,
-    group_ids,
     merge_in_order,
-    merge_order,
-    order_of_runs,
+    merge_order_of_runs,
     sort_indices_nulls_first,
 )
 
@@ -44,12 +42,7 @@ def merge_sorted_runs(
         ends = np.cumsum([t.num_rows for t in tables])
         lasts = pa.concat_tables([t.slice(t.num_rows - 1) for t in tables]).select(keys)
         bound = int(sort_indices_nulls_first(lasts, [(k, "ascending") for k in keys])[0].as_py())
-        presorted = order_of_runs(combined, keys, sequence_fields)
-        if presorted is None:
-            indices = merge_order(combined, keys, sequence_fields, descending)
-            groups = group_ids(combined.select(keys).take(indices), keys)
-        else:
-            indices, groups = presorted
+        indices, groups = merge_order_of_runs(combined, keys, sequence_fields, descending)
         position = int(np.flatnonzero(indices.to_numpy() == ends[bound] - 1)[0])
         cut = int(np.searchsorted(groups, groups[position], side="right"))
         yield merge_in_order(combined, indices.slice(0, cut), keys, engine, groups[:cut])

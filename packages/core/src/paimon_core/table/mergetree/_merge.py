@@ -35,6 +35,7 @@ __all__ = [
     "MergeEngine",
     "merge_in_order",
     "merge_order",
+    "merge_order_of_runs",
     "order_of_runs",
     "order_records",
 ]
@@ -96,6 +97,18 @@ def order_of_runs(
     if np.any(~new_key & (sequence[1:] < sequence[:-1])):
         return None
     return pa.array(order), _ids_from_boundaries(new_key)
+
+
+def merge_order_of_runs(
+    records: pa.Table, key_columns: Sequence[str], sequence_fields: Sequence[str], descending: bool
+) -> tuple[pa.Array, Indices]:
+    """The merge order and group ids of records that are sorted runs one after another, oldest first: the
+    linear shortcut of :func:`order_of_runs` where it applies, else the full sort of :func:`merge_order`."""
+    presorted = order_of_runs(records, key_columns, sequence_fields)
+    if presorted is not None:
+        return presorted
+    order = merge_order(records, key_columns, sequence_fields, descending)
+    return order, group_ids(records.select(list(key_columns)).take(order), key_columns)
 
 
 def sort_indices_nulls_first(table: pa.Table, sort_keys: Sequence[tuple[str, str]]) -> pa.Array:

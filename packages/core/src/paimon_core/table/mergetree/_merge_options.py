@@ -55,18 +55,6 @@ def merge_engine(schema: TableSchema, options: opts.Options) -> MergeEngine:
     return _aggregation(schema, options, keys, sequence_fields)
 
 
-def _field_options(options: opts.Options, suffix: str) -> dict[str, str]:
-    found = {}
-    for key, value in options.items():
-        if (
-            key.startswith("fields.")
-            and key.endswith("." + suffix)
-            and key != "fields.default-aggregate-function"
-        ):
-            found[key[len("fields.") : -len(suffix) - 1]] = value
-    return found
-
-
 def _partial_update(
     schema: TableSchema,
     options: opts.Options,
@@ -126,7 +114,7 @@ def _sequence_groups(schema: TableSchema, options: opts.Options, keys: list[str]
     names = schema.field_names
     groups = []
     seen: set[str] = set()
-    for fields, columns_text in _field_options(options, "sequence-group").items():
+    for fields, columns_text in options.per_field("sequence-group").items():
         group = SequenceGroup(_split(fields), _split(columns_text))
         for name in (*group.sequence_fields, *group.columns):
             if name not in names:
@@ -151,7 +139,7 @@ def _partial_update_aggregators(
     """The aggregate functions of a partial-update table's columns, as Java reads them: none for keys and
     sequence fields; elsewhere ``fields.<c>.aggregate-function`` or the default, which a column outside
     every sequence group may only have as ``last_non_null_value`` (what partial update does anyway)."""
-    functions = _field_options(options, "aggregate-function")
+    functions = options.per_field("aggregate-function")
     for name in functions:
         if name not in schema.field_names:
             raise SchemaError(f"fields.{name}.aggregate-function names no column of the table")
@@ -193,7 +181,7 @@ def _aggregator(options: opts.Options, column: str, function: str, data_type: Da
 def _aggregation(
     schema: TableSchema, options: opts.Options, keys: list[str], sequence_fields: list[str]
 ) -> Aggregation:
-    functions = _field_options(options, "aggregate-function")
+    functions = options.per_field("aggregate-function")
     for name in functions:
         if name not in schema.field_names:
             raise SchemaError(f"fields.{name}.aggregate-function names no column of the table")

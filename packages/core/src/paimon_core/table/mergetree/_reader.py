@@ -31,7 +31,7 @@ from paimon_core.table.mergetree._merge import (
     MergeEngine,
     merge_in_order,
     merge_order,
-    order_of_runs,
+    merge_order_of_runs,
 )
 from paimon_core.table.mergetree._merge_options import merge_engine
 
@@ -63,11 +63,12 @@ def merge_records(
     """Order ``records`` and merge them into one record per key (retractions kept). ``sorted_runs``: the
     records are sorted runs one after another, oldest first (see :func:`merge_order`)."""
     keys = layout.key_names
-    presorted = order_of_runs(records, keys, layout.sequence_fields) if sorted_runs else None
-    if presorted is not None:
-        return merge_in_order(records, presorted[0], keys, engine, presorted[1])
-    order = merge_order(records, keys, layout.sequence_fields, descending)
-    return merge_in_order(records, order, keys, engine)
+    if sorted_runs:
+        order, groups = merge_order_of_runs(records, keys, layout.sequence_fields, descending)
+        return merge_in_order(records, order, keys, engine, groups)
+    return merge_in_order(
+        records, merge_order(records, keys, layout.sequence_fields, descending), keys, engine
+    )
 
 
 def only_adds(records: pa.Table) -> pa.Table:
