@@ -12,6 +12,7 @@ import pytest
 from paimon_core import Catalog
 from paimon_core.errors import (
     CommitFilesError,
+    CommitHistoryExpiredError,
     CommitIdentifierError,
     CommitStateUnknownError,
     CorruptMetadataError,
@@ -224,6 +225,103 @@ def test_a_replay_compacted_away_after_its_snapshot_expired_is_not_committed_twi
     assert table.latest_snapshot().commit_kind.value == "COMPACT"  # type: ignore[union-attr]
     assert table.new_commit("job").commit(replayed, 3) == []  # a restarted job replays identifier 3
     assert _ids(table) == [1, 2]
+
+
+def test_a_replay_is_recognised_while_an_expiration_is_midway(table: Table) -> None:
+    from paimon_core.compact import compact_table
+
+    writer = table.new_write()
+    writer.write(_rows(1))
+    replayed = writer.prepare_commit()
+    assert table.new_commit("job").commit(replayed, 3) == [1]
+    table.append(_rows(2))
+    expire_snapshots(table, retain_max=1, retain_min=1, older_than=FAR_FUTURE)  # the job's snapshot is gone
+    compact_table(table.copy({"compaction.min.file-num": "2"}))  # snapshot 3 replaces the job's file
+    table.append(_rows(4))
+    # An expiration to snapshot 4 has moved EARLIEST and not yet deleted anything: snapshot 3 still tells.
+    table.snapshot_manager.advance_earliest_hint(4)
+    assert table.new_commit("job").commit(replayed, 3) == []
+    assert _ids(table) == [1, 2, 4]
+
+
+def test_expiration_deletes_data_files_before_the_snapshots_that_deleted_them(
+    table: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from paimon_core.compact import compact_table
+
+    table.append(_rows(1))
+    table.append(_rows(2))
+    compact_table(table.copy({"compaction.min.file-num": "2"}))
+    table.append(_rows(3))
+    deleted: list[str] = []
+    real_delete = table.storage.delete
+
+    def recording(path: str) -> None:
+        deleted.append(path.rsplit("/", 1)[-1])
+        real_delete(path)
+
+    monkeypatch.setattr(table.storage, "delete", recording)
+    expire_snapshots(table, retain_max=1, retain_min=1, older_than=FAR_FUTURE)
+    data = [i for i, name in enumerate(deleted) if name.startswith("data-")]
+    snapshots = [i for i, name in enumerate(deleted) if name.startswith("snapshot-")]
+    assert len(data) == 2 and snapshots  # the compaction's two inputs; snapshots 1..3
+    assert max(data) < min(snapshots)
+
+
+def _publish_then_time_out(handle: Table, meanwhile: Callable[[], None]) -> None:
+    """``handle``'s next publish lands, then ``meanwhile`` runs and the publish raises a timeout."""
+    manager = handle.snapshot_manager
+    real = manager.try_publish
+    fired = []
+
+    def timing_out(snapshot: Any) -> bool:
+        landed = real(snapshot)
+        if fired:
+            return landed
+        fired.append(True)
+        meanwhile()
+        raise TimeoutError("the store did not answer")
+
+    manager.try_publish = timing_out  # type: ignore[method-assign]
+
+
+def _compact_and_expire(table: Table, *, keep_compaction: bool) -> Callable[[], None]:
+    def run() -> None:
+        from paimon_core.compact import compact_table
+
+        table.append(_rows(2))
+        compact_table(table.copy({"compaction.min.file-num": "2"}))  # replaces the unseen commit's file
+        if not keep_compaction:
+            table.append(_rows(3))  # ... and the compaction expires too, deleting that file
+        expire_snapshots(table, retain_max=1, retain_min=1, older_than=FAR_FUTURE)
+
+    return run
+
+
+def test_an_unknown_outcome_that_landed_and_was_compacted_away_is_not_committed_again(
+    table: Table, tmp_path: Any
+) -> None:
+    timing_out = Catalog.open(str(tmp_path / "warehouse")).get_table("db.t")
+    _publish_then_time_out(timing_out, _compact_and_expire(table, keep_compaction=True))
+    writer = timing_out.new_write()
+    writer.write(_rows(1))
+    # The committer's own snapshot expired before it looked again, but the compaction that replaced its
+    # file is retained: it landed.
+    assert timing_out.new_commit("job").commit(writer.prepare_commit(), 1) == []
+    assert _ids(table) == [1, 2]
+
+
+def test_an_unknown_outcome_whose_history_expired_is_not_guessed(table: Table, tmp_path: Any) -> None:
+    timing_out = Catalog.open(str(tmp_path / "warehouse")).get_table("db.t")
+    _publish_then_time_out(timing_out, _compact_and_expire(table, keep_compaction=False))
+    writer = timing_out.new_write()
+    writer.write(_rows(1))
+    messages = writer.prepare_commit()
+    with pytest.raises(CommitHistoryExpiredError, match="cannot be told"):
+        timing_out.new_commit("job").commit(messages, 1)
+    assert _ids(table) == [1, 2, 3]  # not published again (its file is gone): the table reads
+    with pytest.raises(CommitHistoryExpiredError):  # a restarted job cannot tell either
+        table.new_commit("job").commit(messages, 1)
 
 
 def test_attempts_that_lose_the_race_delete_their_manifests(table: Table, tmp_path: Any) -> None:

@@ -342,5 +342,14 @@ class CommitStateUnknownError(CommitError):
     """
 
 
+class CommitHistoryExpiredError(CommitStateUnknownError):
+    """Whether a commit landed can no longer be told, by retrying or otherwise: the snapshots that would show
+    it expired, and its files cannot show it either (compacted away and deleted since, or it adds none).
+
+    A job that knows the commit never landed commits it again without an identifier; one that cannot know
+    checks the table's content.
+    """
+
+
 class AtomicCommitUnsupportedError(CommitError):
     """The storage backend cannot create a file atomically and exclusively, and no lock is configured."""

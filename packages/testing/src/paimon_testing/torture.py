@@ -34,7 +34,12 @@ from typing import Any
 import pyarrow as pa
 
 from paimon_core import Catalog
-from paimon_core.errors import CommitError, CommitRetriesExhaustedError, CommitStateUnknownError
+from paimon_core.errors import (
+    CommitError,
+    CommitHistoryExpiredError,
+    CommitRetriesExhaustedError,
+    CommitStateUnknownError,
+)
 from paimon_core.snapshot import CommitKind
 from paimon_core.storage import Capability, get_backend
 from paimon_core.table import CommitMessage, Table
@@ -146,18 +151,24 @@ def _write(table: Table, rows: list[Row]) -> list[CommitMessage]:
 def commit_until_landed(
     table: Table, user: str, identifier: int, rows: list[Row], scope: list[str | None] | None
 ) -> dict[str, Any]:
-    """Commit ``rows`` under ``identifier`` until the commit is known to have landed; returns the snapshots it
-    created and how many attempts ended unknown, failed, or gave up (``CommitRetriesExhaustedError``)."""
+    """Commit ``rows`` under ``identifier`` until the commit is known to have landed, or known to be beyond
+    telling (``CommitHistoryExpiredError``: ``undecided``); returns the snapshots it created and how many
+    attempts ended unknown, failed, or gave up (``CommitRetriesExhaustedError``)."""
     messages = _write(table, rows)
     committer = table.new_commit(user)
     unknown = failures = exhausted = 0
     while True:
+        outcome = {"unknown": unknown, "failures": failures, "exhausted": exhausted}
         try:
             if scope is None:
                 created = committer.commit(messages, identifier)
             else:
                 created = committer.overwrite(messages, {"p": scope[0]}, commit_identifier=identifier)
-            return {"created": created, "unknown": unknown, "failures": failures, "exhausted": exhausted}
+            return {"created": created, "undecided": False, **outcome}
+        except CommitHistoryExpiredError:
+            # The history that would tell expired: retrying cannot tell either. The checks accept the rows
+            # once or not at all.
+            return {"created": [], "undecided": True, **outcome}
         except CommitStateUnknownError:
             unknown += 1
             committer = table.new_commit(user)  # restart: the retry must find the commit if it landed
@@ -224,6 +235,8 @@ def _read_logs(paths: Sequence[str], report: TortureReport) -> dict[tuple[str, i
             report.unknown_outcomes += record["unknown"]
             report.retried_failures += record["failures"]
             report.exhausted += record.get("exhausted", 0)
+            if record["undecided"]:  # no expiration runs here: the history always tells
+                report.errors.append(f"commit {change.key} ended undecided (CommitHistoryExpiredError)")
     return changes
 
 

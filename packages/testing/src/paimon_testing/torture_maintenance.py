@@ -16,7 +16,9 @@ default), so a writer that gives up (``CommitRetriesExhaustedError``) is a failu
 the others stop, and :func:`verify_maintenance` checks:
 
 - every acknowledged appended row is in the latest snapshot exactly once, and partition ``"x"`` holds exactly
-  the rows of the last overwrite; no other row is there;
+  the rows of the last overwrite; no other row is there; a commit whose outcome the committer could no longer
+  tell (``CommitHistoryExpiredError``: its snapshot expired and its files were compacted away and deleted)
+  is there whole or not at all;
 - the retained snapshot ids are dense, no commit (user, identifier, kind) landed twice among them, and the
   latest ``totalRecordCount`` matches what it reads;
 - every read a reader made returned a complete snapshot (its row count is the snapshot's
@@ -192,6 +194,7 @@ class MaintenanceReport:
     unknown_outcomes: int = 0
     retried_failures: int = 0
     exhausted: int = 0
+    undecided: int = 0
     elapsed_s: float = 0.0
 
     def problems(self) -> list[str]:
@@ -208,7 +211,8 @@ class MaintenanceReport:
         counts = {role: dict(c) for role, c in self.counts.items()}
         return (
             f"{self.commits} commits, snapshots {self.earliest}..{self.snapshots} retained, {self.rows} rows, "
-            f"{self.unknown_outcomes} unknown outcomes and {self.retried_failures} failures retried; {counts}; "
+            f"{self.unknown_outcomes} unknown outcomes and {self.retried_failures} failures retried, "
+            f"{self.undecided} commits undecided (history expired); {counts}; "
             f"{self.elapsed_s:.1f} s; problems: {self.problems() or 'none'}"
         )
 
@@ -217,7 +221,8 @@ def verify_maintenance(table: Table, log_paths: Sequence[str]) -> MaintenanceRep
     """Check ``table`` (read through an undisturbed backend) against the processes' logs."""
     report = MaintenanceReport()
     appended: Counter[Row] = Counter()
-    last_overwrite: dict[str, tuple[int, list[Row]]] = {}
+    undecided: list[list[Row]] = []  # appends whose outcome the committer could no longer tell
+    overwrites: dict[str, list[tuple[int, list[Row], bool]]] = {}
     for path in log_paths:
         for line in Path(path).read_text(encoding="utf-8").splitlines():
             entry = json.loads(line)
@@ -230,25 +235,40 @@ def verify_maintenance(table: Table, log_paths: Sequence[str]) -> MaintenanceRep
             report.unknown_outcomes += entry["unknown"]
             report.retried_failures += entry["failures"]
             report.exhausted += entry["exhausted"]
+            report.undecided += entry["undecided"]
             rows = [(int(i), p) for i, p in entry["rows"]]
-            if role == "appender":
+            if role == "overwriter":
+                overwrites.setdefault(entry["user"], []).append(
+                    (entry["identifier"], rows, entry["undecided"])
+                )
+            elif entry["undecided"]:
+                undecided.append(rows)
+            else:
                 appended.update(rows)
-            elif entry["identifier"] > last_overwrite.get(entry["user"], (0, []))[0]:
-                last_overwrite[entry["user"]] = (entry["identifier"], rows)
     expected = Counter(appended)
     _check_snapshots(table, report)
     data = table.to_arrow(["id", "p"])
     actual = Counter(zip(data.column("id").to_pylist(), data.column("p").to_pylist(), strict=True))
-    overwrites = [rows for _, rows in last_overwrite.values()]
-    if overwrites:  # the last commit of whichever overwriter landed last is there, whole
-        present = [rows for rows in overwrites if all(r in actual for r in rows)]
-        expected.update(present[0] if present else overwrites[0])
+    for rows in undecided:  # landed whole, or not at all
+        if all(r in actual for r in rows):
+            expected.update(rows)
+    # The partition holds one overwrite, whole: the last of some overwriter, or an undecided one after it.
+    candidates = [rows for log in overwrites.values() for rows in _overwrites_that_may_stand(log)]
+    if candidates:
+        present = [rows for rows in candidates if all(r in actual for r in rows)]
+        expected.update(present[0] if present else candidates[0])
     report.rows = sum(actual.values())
     report.lost = sorted(expected - actual, key=str)
     report.unexpected = sorted((r for r in actual if r not in expected), key=str)
     report.duplicated = sorted((r for r, n in actual.items() if n > 1), key=str)
     _check_orphan_removal(table, actual, report)
     return report
+
+
+def _overwrites_that_may_stand(log: list[tuple[int, list[Row], bool]]) -> list[list[Row]]:
+    """The rows of an overwriter's last decided overwrite and of the undecided ones after it, newest first."""
+    last_decided = max((i for i, _, undecided in log if not undecided), default=0)
+    return [rows for i, rows, _ in sorted(log, key=lambda e: -e[0]) if i >= last_decided]
 
 
 def _check_snapshots(table: Table, report: MaintenanceReport) -> None:

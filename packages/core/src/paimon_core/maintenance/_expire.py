@@ -11,13 +11,15 @@ Manifests work the same way: one used by an expired snapshot and by any later sn
 by ``end`` or by a tag of the range, which are the only ones read to keep them.
 
 Order: first decide what goes (reading the deltas and lists while they are all there), then move
-``EARLIEST`` forward to ``end``, then delete the snapshot files in ascending order, then data files,
+``EARLIEST`` forward to ``end``, then delete data files, then the snapshot files in ascending order, then
 manifests and manifest lists. Java writes ``EARLIEST`` last and deletes snapshot files after their files.
 Here no snapshot is deleted before ``EARLIEST`` has moved above it, nor while an older snapshot file
 remains (each run deletes every snapshot file below its ``end``, oldest first): a reader or writer that
 meets a missing file of an expiring snapshot is told the snapshot expired (not that the table is corrupt),
 a concurrent run starts from ``end`` and never re-reads this range, and a committer can detect a publish
-into a freed id (docs/commit-protocol.md). A run that dies midway leaves only files that no retained snapshot or tag
+into a freed id (docs/commit-protocol.md). A data file goes before the snapshot that deleted it: a
+committer that finds no retained snapshot deleting its files, and then finds the files still there, knows
+they were never committed (docs/commit-protocol.md, exactly once). A run that dies midway leaves only files that no retained snapshot or tag
 reaches; ``remove_orphan_files`` removes them. Snapshots ``>= end``, such as a concurrent commit's, are
 never touched, and no file that ``end`` uses is deleted.
 
@@ -181,19 +183,21 @@ def _expire_until(table: Table, begin: int, end: int, display: Progress) -> int:
     doomed -= _paths_used_by(table, kept)
     metadata = _unused_metadata_paths(table, expired, [*_tags_sharing_metadata(tags, begin, end), kept])
 
-    # 1. EARLIEST, then every snapshot file below `end`, oldest first: no snapshot is deleted before
-    # EARLIEST has moved above it, nor while an older one remains, which is what lets a committer tell a
-    # publish into a freed id (docs/commit-protocol.md, E1)
+    # 1. EARLIEST: readers that still hold an expired snapshot get SnapshotExpiredError from here on
     sm.advance_earliest_hint(end)
     below = sorted({s.id for s in expired} | {i for i in sm.list_ids() if i < end})
     total = len(below) + len(doomed) + sum(len(paths) for paths, _ in metadata)
     counter = display.counter("expire-snapshots", total, "files")
+    # 2. the files only expired snapshots used, while the snapshots that deleted them are still there: a
+    # replayed commit whose files a compaction replaced sees either that compaction or its files gone
+    _delete_data_files(table, doomed, counter)
+    # 3. every snapshot file below `end`, oldest first: no snapshot is deleted before EARLIEST has moved
+    # above it, nor while an older one remains, which is what lets a committer tell a publish into a freed
+    # id (docs/commit-protocol.md, E1)
     for snapshot_id in below:  # also what a concurrent run has not deleted yet, and stale publishes
         with contextlib.suppress(FileNotFoundError):
             table.storage.delete(sm.snapshot_path(snapshot_id))
         counter.advance()
-    # 2. the files only expired snapshots used: readers that still hold one get SnapshotExpiredError
-    _delete_data_files(table, doomed, counter)
     for paths, what in metadata:  # manifests, then lists, then statistics files
         _delete_all(table, paths, what, counter)
     logger.info("expired snapshots [%s, %s) of %s", begin, end, table.identifier)

@@ -27,6 +27,7 @@ from paimon_core.errors import (
     CommitConflictError,
     CommitError,
     CommitFilesError,
+    CommitHistoryExpiredError,
     CommitIdentifierError,
     CommitRetriesExhaustedError,
     CommitStateUnknownError,
@@ -459,7 +460,7 @@ class TableCommit:
             if deletes and not added and not self._own.complete:
                 # Without new files a replay of an expired commit cannot be recognised, and repeating a
                 # delete could remove rows that later commits added.
-                raise CommitStateUnknownError(
+                raise CommitHistoryExpiredError(
                     f"whether commit user {self.commit_user!r} already committed identifier {identifier} to "
                     f"{self.table.path} cannot be told: its earlier snapshots expired, and this commit adds "
                     "no files to recognise it by; if it was never committed, commit it without an identifier"
@@ -504,7 +505,10 @@ class TableCommit:
             if not pending:
                 return False  # all live: the attempt recognises the same commit
             replaced: set[str] = set()
-            for snapshot_id in range(latest.id, (sm.earliest_id() or 1) - 1, -1):
+            # Snapshot files below EARLIEST count too: expiration deletes data files before the snapshots
+            # that deleted them, so a replaced file that is still there has its deleter still listed. Any
+            # snapshot that deleted a file, even a stale publish, was built on a base where it was live.
+            for snapshot_id in reversed([i for i in sm.list_ids() if i <= latest.id]):
                 snapshot = sm.try_snapshot(snapshot_id)
                 if snapshot is None or snapshot.commit_kind == CommitKind.APPEND:
                     continue
@@ -560,7 +564,7 @@ class TableCommit:
         if not missing:
             return
         if identifier != BATCH_COMMIT_IDENTIFIER and not self._own.complete:
-            raise CommitStateUnknownError(
+            raise CommitHistoryExpiredError(
                 f"{len(missing)} files of commit {identifier} of {self.commit_user!r} are gone from "
                 f"{self.table.path}, and this user's earlier snapshots expired: it may have been committed "
                 f"before and compacted away since (e.g. {missing[0]})"
@@ -691,6 +695,8 @@ class TableCommit:
         attempt = build(latest)
         if identifier != BATCH_COMMIT_IDENTIFIER:
             self._check_own_progress(identifier, unknown)
+        if unknown:
+            self._check_expired_unknown(attempt, identifier, unknown)
         self._check_files(latest, attempt, check_live=attempt_no == 0 or bool(unknown))
         index = self._index_after(latest, attempt)
         snapshot = self._build_snapshot(latest, attempt, identifier, written, index)
@@ -722,6 +728,32 @@ class TableCommit:
         self._delete([*written.attempt, *written.delta_paths(self.table)])
         written.delta = None
         return None
+
+    def _check_expired_unknown(
+        self, attempt: _Attempt, identifier: int, unknown: Mapping[str, _Published]
+    ) -> None:
+        """An attempt whose outcome was unknown may have landed, been compacted and expired unseen: before
+        publishing the files again, tell it by the files, as a replay whose snapshot expired is told.
+
+        Raises:
+            _AlreadyLive: a snapshot replaced the files since (the attempt landed; files still live are
+                found by ``_check_files``).
+            CommitHistoryExpiredError: some files are gone, or the attempt adds none to tell it by.
+        """
+        earliest = self.table.snapshot_manager.earliest_hint()
+        if earliest is None or all(p.snapshot.id >= earliest for p in unknown.values()):
+            return  # not expired: _find_unknown saw whether it is there
+        added = [e for e in attempt.entries if e.kind == FileKind.ADD]
+        names = {e.file.file_name for e in added}
+        if names and self._compacted_away(identifier, names):
+            raise _AlreadyLive()
+        if not names or not all(self._exist(added)):
+            raise CommitHistoryExpiredError(
+                f"a commit attempt of {self.commit_user} (identifier {identifier}) to {self.table.path} had an "
+                "unknown outcome and its snapshot id has expired since; "
+                + ("its files are gone" if names else "it adds no files")
+                + ", so whether it landed cannot be told"
+            )
 
     def _verify(self, published: _Published) -> bool:
         """Whether a snapshot this committer created continues the history; a stale one is withdrawn.
