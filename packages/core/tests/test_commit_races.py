@@ -361,3 +361,43 @@ def test_a_writers_inline_compaction_that_lost_its_race_keeps_the_data_commit(ta
     assert _ids(table) == [1, 2, 3]
     path = f"{table.bucket_dir(output.partition, output.bucket)}/{output.new_files[0].file_name}"
     assert not table.storage.exists(path)  # the dropped rewrite's file is deleted
+
+
+@pytest.mark.parametrize(
+    "first_keeps", [2, 3], ids=["compaction-left-below", "compaction-is-the-new-earliest"]
+)
+def test_an_expiration_after_one_that_died_midway_deletes_data_files_before_snapshots(
+    table: Table, monkeypatch: pytest.MonkeyPatch, first_keeps: int
+) -> None:
+    """A first expiration moves EARLIEST and dies before deleting anything (or is still deleting): the next
+    one deletes the snapshot files it left, so it deletes the data files their deltas deleted first."""
+    from paimon_core.compact import compact_table
+    from paimon_core.maintenance import _expire
+
+    table.append(_rows(1))
+    table.append(_rows(2))
+    compact_table(table.copy({"compaction.min.file-num": "2"}))  # snapshot 3 replaces the two files
+    replaced = [e.file.file_name for e in table.live_entries(2)]
+    table.append(_rows(4))
+    table.append(_rows(5))
+
+    def dies(*_: Any, **__: Any) -> None:
+        raise OSError("killed")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(_expire, "_delete_data_files", dies)
+        with pytest.raises(OSError, match="killed"):
+            expire_snapshots(table, retain_max=first_keeps, retain_min=1, older_than=FAR_FUTURE)
+    table.append(_rows(6))
+    deleted: list[str] = []
+    real_delete = table.storage.delete
+
+    def recording(path: str) -> None:
+        deleted.append(path.rsplit("/", 1)[-1])
+        real_delete(path)
+
+    monkeypatch.setattr(table.storage, "delete", recording)
+    expire_snapshots(table, retain_max=2, retain_min=1, older_than=FAR_FUTURE)
+    assert all(name in deleted for name in replaced)
+    assert max(deleted.index(name) for name in replaced) < deleted.index("snapshot-3")
+    assert _ids(table) == [1, 2, 4, 5, 6]

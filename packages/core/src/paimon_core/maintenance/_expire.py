@@ -4,9 +4,10 @@ The range ``[E, end)`` keeps at least ``snapshot.num-retained.min`` snapshots an
 snapshot goes only when its successor is older than ``snapshot.time-retained`` (or ``older_than``); never one
 a consumer has still to read; at most ``snapshot.expire.limit`` per run.
 
-Only the deltas of ``(E, end]`` are read to find data files: a file DELETEd there is live in no snapshot
-from ``end`` on (names are unique and a file never comes back), so it goes unless the nearest tag before the
-deleting snapshot still uses it (a file's life is an interval, so the nearest tag is the only one to ask).
+Only the deltas of ``[E, end]`` (and of snapshot files left below ``E``) are read to find data files: a
+file DELETEd there is live in no snapshot from ``end`` on (names are unique and a file never comes back), so
+it goes unless the nearest tag before the deleting snapshot still uses it (a file's life is an interval, so
+the nearest tag is the only one to ask).
 Manifests work the same way: one used by an expired snapshot and by any later snapshot or tag is also used
 by ``end`` or by a tag of the range, which are the only ones read to keep them.
 
@@ -173,10 +174,13 @@ def _expire_until(table: Table, begin: int, end: int, display: Progress) -> int:
     tags = TagManager(table.storage, table.path).tagged_snapshots()
 
     # What goes is decided while every file is still there: data files deleted by the deltas of
-    # (begin, end] and changelog files of expired snapshots, never one that `end` still uses (a delta in
+    # [begin, end] and changelog files of expired snapshots, never one that `end` still uses (a delta in
     # the range could belong to a stale publish that lost to expiration); metadata that neither `end` nor a
-    # tag of the range uses.
-    doomed = _data_files_to_delete(table, [s for s in snapshots if s.id > begin], tags)
+    # tag of the range uses. The delta of `begin` and those of snapshot files left below it (by a run that
+    # died, or one still deleting data files) are read again: this run deletes those snapshot files, and a
+    # snapshot file goes only after the data files its delta deleted.
+    doomed = _data_files_to_delete(table, snapshots, tags)
+    doomed |= _left_over_data_files(table, begin, tags)
     for snapshot in expired:
         if snapshot.changelog_manifest_list:
             doomed.update(_changelog_files(table, snapshot))
@@ -300,6 +304,27 @@ def _data_files_to_delete(table: Table, snapshots: list[Snapshot], tags: list[Sn
             continue
         for entry in deleted:
             if (entry.partition, entry.bucket, entry.file.file_name) not in used_by_tag:
+                doomed.update(entry_paths(table, entry))
+    return doomed
+
+
+def _left_over_data_files(table: Table, begin: int, tags: list[Snapshot]) -> set[str]:
+    """Data files deleted by the deltas of snapshot files left below ``begin``, minus what any tag uses (a
+    left-over file may be a stale publish, placed anywhere among the tags)."""
+    sm = table.snapshot_manager
+    left = [s for s in (sm.try_snapshot(i) for i in sm.list_ids() if i < begin) if s is not None]
+    if not left:
+        return set()
+    every_tag: set[_FileKey] = set()
+    for tag in tags:
+        files = _tag_files(table, tag)
+        if files is None:
+            return set()  # orphan removal deletes them later
+        every_tag |= files
+    doomed: set[str] = set()
+    for snapshot in left:
+        for entry in _deleted_in_delta(table, snapshot) or ():
+            if (entry.partition, entry.bucket, entry.file.file_name) not in every_tag:
                 doomed.update(entry_paths(table, entry))
     return doomed
 
