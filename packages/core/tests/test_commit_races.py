@@ -253,6 +253,16 @@ def test_expiration_deletes_data_files_before_the_snapshots_that_deleted_them(
     table.append(_rows(2))
     compact_table(table.copy({"compaction.min.file-num": "2"}))
     table.append(_rows(3))
+    deleted = _record_deletes(table, monkeypatch)
+    expire_snapshots(table, retain_max=1, retain_min=1, older_than=FAR_FUTURE)
+    data = [i for i, name in enumerate(deleted) if name.startswith("data-")]
+    snapshots = [i for i, name in enumerate(deleted) if name.startswith("snapshot-")]
+    assert len(data) == 2 and snapshots  # the compaction's two inputs; snapshots 1..3
+    assert max(data) < min(snapshots)
+
+
+def _record_deletes(table: Table, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the files deleted through ``table``'s storage from now on, in order."""
     deleted: list[str] = []
     real_delete = table.storage.delete
 
@@ -261,11 +271,7 @@ def test_expiration_deletes_data_files_before_the_snapshots_that_deleted_them(
         real_delete(path)
 
     monkeypatch.setattr(table.storage, "delete", recording)
-    expire_snapshots(table, retain_max=1, retain_min=1, older_than=FAR_FUTURE)
-    data = [i for i, name in enumerate(deleted) if name.startswith("data-")]
-    snapshots = [i for i, name in enumerate(deleted) if name.startswith("snapshot-")]
-    assert len(data) == 2 and snapshots  # the compaction's two inputs; snapshots 1..3
-    assert max(data) < min(snapshots)
+    return deleted
 
 
 def _publish_then_time_out(handle: Table, meanwhile: Callable[[], None]) -> None:
@@ -389,14 +395,7 @@ def test_an_expiration_after_one_that_died_midway_deletes_data_files_before_snap
         with pytest.raises(OSError, match="killed"):
             expire_snapshots(table, retain_max=first_keeps, retain_min=1, older_than=FAR_FUTURE)
     table.append(_rows(6))
-    deleted: list[str] = []
-    real_delete = table.storage.delete
-
-    def recording(path: str) -> None:
-        deleted.append(path.rsplit("/", 1)[-1])
-        real_delete(path)
-
-    monkeypatch.setattr(table.storage, "delete", recording)
+    deleted = _record_deletes(table, monkeypatch)
     expire_snapshots(table, retain_max=2, retain_min=1, older_than=FAR_FUTURE)
     assert all(name in deleted for name in replaced)
     assert max(deleted.index(name) for name in replaced) < deleted.index("snapshot-3")
