@@ -119,14 +119,14 @@ def tests(session: nox.Session, package: str) -> None:
     _install_workspace(session, package, extra=(*_test_deps(), *BY_DIR[package].test_extras))
     session.run("pytest", f"packages/{package}/tests", *_workers(BY_DIR[package]), *session.posargs)
     if package == "spark":
-        _docs_blocks(session, "docs_spark", *_workers(BY_DIR[package]))
+        _docs_blocks(session, "docs_spark")  # one page takes most of it: a second worker gains nothing
 
 
-def _docs_blocks(session: nox.Session, marker: str, *args: str, **kwargs: Any) -> None:
+def _docs_blocks(session: nox.Session, marker: str, **kwargs: Any) -> None:
     """``tests/docs`` for the docs pages whose code blocks need ``marker``'s resources."""
     # A -k given for the package's tests may match no docs page: that is no failure then.
     codes = [0, 5] if session.posargs else [0]
-    session.run("pytest", "tests/docs", "-m", marker, *args, *session.posargs, success_codes=codes, **kwargs)
+    session.run("pytest", "tests/docs", "-m", marker, *session.posargs, success_codes=codes, **kwargs)
 
 
 @nox.session
