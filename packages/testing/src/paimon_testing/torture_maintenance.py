@@ -30,6 +30,7 @@ the others stop, and :func:`verify_maintenance` checks:
 from __future__ import annotations
 
 import datetime as dt
+import faulthandler
 import json
 import logging
 import multiprocessing
@@ -74,6 +75,7 @@ class _Spec:
     commits: int = 0
     seed: int = 0
     rules: tuple[dict[str, Any], ...] = ()
+    stacks_after_s: float = 0.0  # print every thread's stack to stderr then: the process is stuck
 
 
 def _rows(index: int, identifier: int, partitions: Sequence[str | None]) -> list[Row]:
@@ -86,6 +88,7 @@ def _open(spec: _Spec) -> Table:
 
 
 def _process(spec: _Spec) -> None:
+    faulthandler.dump_traceback_later(spec.stacks_after_s)
     logging.disable(
         logging.WARNING
     )  # injected faults and lost races are expected; the log file is the record
@@ -348,9 +351,21 @@ def run_maintenance_torture(
     rules = tuple(rule_to_dict(r) for r in faults)
     stored_options = tuple(sorted(options.items()))
 
+    # A writer still running shortly before the deadline prints where it is stuck (it is killed after it).
+    stacks_after_s = max(1.0, timeout_s - 10)
+
     def spec(role: str, index: int, **extra: Any) -> _Spec:
         log_path = os.path.join(logs, f"{role}-{index}.jsonl")
-        return _Spec(role, index, warehouse, stored_options, log_path, stop_file, **extra)
+        return _Spec(
+            role,
+            index,
+            warehouse,
+            stored_options,
+            log_path,
+            stop_file,
+            stacks_after_s=stacks_after_s,
+            **extra,
+        )
 
     writers = [spec("appender", i, commits=commits, seed=seed + i, rules=rules) for i in range(appenders)]
     writers += [
