@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING, Any
 from paimon_core import options as opts
 from paimon_core._gc import gc_paused
 from paimon_core.binary_row import deserialize_row
-from paimon_core.errors import CorruptMetadataError, PaimonError, SchemaError
+from paimon_core.errors import (
+    CorruptMetadataError,
+    DataFileError,
+    PaimonError,
+    SchemaError,
+    SnapshotExpiredError,
+)
 from paimon_core.manifest import (
     DataFileMeta,
     FileKind,
@@ -150,11 +156,33 @@ def live_entries(
 
 
 def explain_missing(table: Table, snapshot_id: int, error: PaimonError) -> PaimonError:
-    """A :class:`SnapshotExpiredError` when the snapshot whose file was missing is gone, else ``error``."""
-    expired = table.snapshot_manager.expired_error(
-        snapshot_id, detail=str(error), retention=opts.retention_summary(table.options)
-    )
+    """A :class:`SnapshotExpiredError` when the snapshot whose file was missing is gone, or the missing data
+    file is one a newer snapshot replaced; else ``error``."""
+    sm = table.snapshot_manager
+    retention = opts.retention_summary(table.options)
+    expired = sm.expired_error(snapshot_id, detail=str(error), retention=retention)
+    # Expiration deletes data files before snapshot files, and EARLIEST, its only earlier sign, may have
+    # been set back for a moment by an older run: a file the latest snapshot no longer lists went with the
+    # expiration of the snapshot being read.
+    if (
+        expired is None
+        and isinstance(error, DataFileError)
+        and error.path is not None
+        and _replaced_since(table, snapshot_id, error.path)
+    ):
+        expired = SnapshotExpiredError(snapshot_id, sm.earliest_id(), retention, str(error))
     return expired if expired is not None else error
+
+
+def _replaced_since(table: Table, snapshot_id: int, path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    try:
+        latest = table.snapshot_manager.latest()
+        if latest is None or latest.id <= snapshot_id:
+            return False
+        return all(e.file.file_name != name for e in table.live_files.at(latest).values())
+    except (PaimonError, OSError):
+        return False
 
 
 class _PartitionPruner:
