@@ -19,9 +19,9 @@ remains (each run deletes every snapshot file below its ``end``, oldest first): 
 meets a missing file of an expiring snapshot is told the snapshot expired (not that the table is corrupt),
 a concurrent run starts from ``end`` and never re-reads this range, and a committer can detect a publish
 into a freed id (docs/commit-protocol.md). A data file goes before the snapshot that deleted it: a
-committer that finds no retained snapshot deleting its files, and then finds the files still there, knows
-they were never committed (docs/commit-protocol.md, exactly once). A run that dies midway leaves only files that no retained snapshot or tag
-reaches; ``remove_orphan_files`` removes them. Snapshots ``>= end``, such as a concurrent commit's, are
+committer that finds no snapshot deleting its files, and then finds the files still there, knows they were
+never committed (docs/commit-protocol.md, exactly once). A run that dies midway leaves only files that no
+retained snapshot or tag reaches; ``remove_orphan_files`` removes them. Snapshots ``>= end``, such as a concurrent commit's, are
 never touched, and no file that ``end`` uses is deleted.
 
 Index manifests and the index files they list (dynamic-bucket hash indexes) go like manifests: when no

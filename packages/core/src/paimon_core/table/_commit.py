@@ -740,9 +740,13 @@ class TableCommit:
                 found by ``_check_files``).
             CommitHistoryExpiredError: some files are gone, or the attempt adds none to tell it by.
         """
-        earliest = self.table.snapshot_manager.earliest_hint()
-        if earliest is None or all(p.snapshot.id >= earliest for p in unknown.values()):
-            return  # not expired: _find_unknown saw whether it is there
+        # Snapshot ids are dense: an id at or below the latest whose file is gone held a snapshot that was
+        # deleted since (maybe ours). Another's snapshot there, or none yet, and _find_unknown has told.
+        # (Not EARLIEST: an older expiration may set it back for a moment.)
+        sm = self.table.snapshot_manager
+        latest_id = sm.latest_id() or 0
+        if all(p.snapshot.id > latest_id or sm.try_snapshot(p.snapshot.id) for p in unknown.values()):
+            return
         added = [e for e in attempt.entries if e.kind == FileKind.ADD]
         names = {e.file.file_name for e in added}
         if names and self._compacted_away(identifier, names):
