@@ -526,6 +526,30 @@ def test_partial_update_removes_the_row_on_a_sequence_group_delete_as_java(
     assert ours == model
 
 
+def test_a_retraction_before_a_removal_is_refused_as_in_java() -> None:
+    """Java folds a -U before the -D that removes the row: a function that cannot retract it refuses it, even
+    though the removal discards the result; product refuses a zero only when it holds a value by then."""
+    base = dict.fromkeys(VALUES)
+    retraction = (0, UPDATE_BEFORE, {**base, "g2": 0})
+    removal = (0, DELETE, {**base, "g2": 0})
+    inserts = [(0, INSERT, dict(base)), (0, INSERT, dict(base))]
+    ours, model = merge_both(
+        "partial-update", {"e": ("bool_and", False)}, [*inserts, retraction, removal], removing=("g2",)
+    )
+    assert ours is model is MergeError
+    ignoring = {"e": ("bool_and", True)}
+    ours, model = merge_both("partial-update", ignoring, [*inserts, retraction, removal], removing=("g2",))
+    assert ours == model == {0: (DELETE, {**base, "g2": 0})}
+    product = {"a": ("product", False)}
+    zero = (0, UPDATE_BEFORE, {**base, "g1": 2, "a": 0})
+    held = (0, INSERT, {**base, "g1": 1, "a": 3})
+    removed = (0, DELETE, {**base, "g1": 3})
+    ours, model = merge_both("partial-update", product, [held, zero, removed], removing=("g1",))
+    assert ours is model is MergeError
+    ours, model = merge_both("partial-update", product, [zero, removed], removing=("g1",))
+    assert ours == model == {0: (DELETE, {**base, "g1": 3})}
+
+
 def test_a_delete_winning_a_removing_group_removes_the_row() -> None:
     """g1 removes the row: a -D older than the stored g1 only retracts g2, a newer one removes the row, and
     an insert after it starts from the -D's values; a -U never removes."""

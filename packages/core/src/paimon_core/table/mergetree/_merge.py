@@ -373,6 +373,7 @@ class PartialUpdate(MergeEngine):
         considered = np.ones(records.num_rows, dtype=bool)
         # The -D that removed its key's row last: the row restarts from its values, as from an insert.
         removal = np.zeros(records.num_rows, dtype=bool)
+        removes = np.zeros(records.num_rows, dtype=bool)
         if retract.any():
             if self.ignore_delete:
                 considered = ~retract
@@ -381,7 +382,7 @@ class PartialUpdate(MergeEngine):
             elif not self.sequence_groups:
                 raise MergeError(_PARTIAL_UPDATE_DELETE_HELP)
             elif self.removing_groups and (kinds == DELETE).any():
-                removal = self._last_removal(records, groups, kinds, count)
+                removal, removes = self._removals(records, groups, kinds, count)
                 considered = np.arange(records.num_rows) >= last_where(groups, removal, count)[groups]
                 retract = retract & ~removal
         last = last_where(groups, considered, count)
@@ -403,6 +404,8 @@ class PartialUpdate(MergeEngine):
             columns.update(
                 self._merge_group(records, groups, count, considered, retract, group, present, removal)
             )
+            if removal.any() and group.aggregators:
+                self._check_retractions(records, groups, ~considered, _is_retract(kinds), removes, group)
         sequence = pc.take(records.column(SEQUENCE_NUMBER), pa.array(last))
         result_kinds = np.full(len(last), INSERT, dtype=np.int8)
         if self.remove_record_on_delete:
@@ -422,13 +425,13 @@ class PartialUpdate(MergeEngine):
         after: npt.NDArray[np.bool_] = (positions >= starts) & (kinds != UPDATE_BEFORE)
         return after
 
-    def _last_removal(
+    def _removals(
         self, records: pa.Table, groups: Indices, kinds: npt.NDArray[np.int8], count: int
-    ) -> npt.NDArray[np.bool_]:
-        """Per key, the last -D that removed the row: one whose sequence in a removing group is not all null
-        and at least the stored one. A removal resets the stored sequences to the -D's own, so whether a
-        later -D removes depends on the earlier ones: the keys that have such a -D are walked record by
-        record (on ranks of the sequences; -1 for all null)."""
+    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+        """Per key, the last -D that removed the row, and every -D that did: one whose sequence in a
+        removing group is not all null and at least the stored one. A removal resets the stored sequences
+        to the -D's own, so whether a later -D removes depends on the earlier ones: the keys that have such
+        a -D are walked record by record (on ranks of the sequences; -1 for all null)."""
         ranks = [_sequence_ranks(records, g.sequence_fields) for g in self.removing_groups]
         maybe = (kinds == DELETE) & np.any([r >= 0 for r in ranks], axis=0)
         removes = np.zeros(records.num_rows, dtype=bool)
@@ -446,7 +449,33 @@ class PartialUpdate(MergeEngine):
         last = last_where(groups, removes, count)
         removal = np.zeros(records.num_rows, dtype=bool)
         removal[last[last >= 0]] = True
-        return removal
+        return removal, removes
+
+    @staticmethod
+    def _check_retractions(
+        records: pa.Table,
+        groups: Indices,
+        before: npt.NDArray[np.bool_],
+        retract: npt.NDArray[np.bool_],
+        removes: npt.NDArray[np.bool_],
+        group: SequenceGroup,
+    ) -> None:
+        """Raise what Java raises for the retractions before a key's last removal. Java folds them one by one
+        before the removal comes, so a function that cannot retract them (or not from the value it holds
+        then) refuses them although the removal discards the result. Each removal restarts the fold from
+        its own values, so the records are folded in stretches from one removal to the next."""
+        touching = removes.copy()
+        for name in group.sequence_fields:
+            touching |= records.column(name).is_valid().to_numpy(zero_copy_only=False)
+        folded = before & touching
+        if not (folded & retract & ~removes).any():
+            return
+        starts = removes | np.r_[True, groups[1:] != groups[:-1]]
+        stretches = np.cumsum(starts) - 1
+        for name, aggregator in group.aggregators.items():
+            aggregator.aggregate(
+                records.column(name), stretches, int(stretches[-1]) + 1, folded, retract & ~removes
+            )
 
     @staticmethod
     def _merge_group(
