@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -741,3 +742,59 @@ def test_partial_update_takes_last_non_null_value_outside_groups(catalog: Catalo
     table.append(pa.Table.from_pylist([{"k": 1, **base, "g1": 2, "a": 3}], schema=SCHEMA))
     [row] = table.to_arrow().to_pylist()
     assert (row["a"], row["f"]) == (5, 7)
+
+
+# --- integer overflow: Java's exact arithmetic (addExact, multiplyExact, divideExact) throws ------------
+
+_LONG_MAX = (1 << 63) - 1
+
+
+@pytest.mark.parametrize(
+    ("function", "arrow_type", "values", "retracted", "expected"),
+    [
+        ("sum", pa.int8(), [100, 27], [], 127),
+        ("sum", pa.int8(), [100, 28], [], MergeError),
+        ("sum", pa.int8(), [100, 100, -100], [], MergeError),  # on the way, although the total fits
+        ("sum", pa.int8(), [-100, 100], [1], MergeError),  # -100 - 100
+        ("sum", pa.int8(), [None, -128], [1], MergeError),  # retracting from nothing negates
+        ("sum", pa.int32(), [2**31 - 2, 1], [], 2**31 - 1),
+        ("sum", pa.int64(), [_LONG_MAX, 1], [], MergeError),
+        ("sum", pa.int64(), [_LONG_MAX, -1, 1], [], _LONG_MAX),
+        ("sum", pa.int64(), [_LONG_MAX, 5], [1], _LONG_MAX - 5),
+        ("product", pa.int16(), [181, 181], [], 32761),
+        ("product", pa.int16(), [182, 181], [], MergeError),
+        ("product", pa.int16(), [200, 200, 0], [], MergeError),  # overflows before the zero
+        ("product", pa.int64(), [2**32, 2**31 - 1], [], (2**32) * (2**31 - 1)),
+        ("product", pa.int64(), [2**32, 2**31], [], MergeError),
+        ("product", pa.int64(), [-(2**63), -1], [1], MergeError),  # divideExact(MIN, -1)
+        ("product", pa.int64(), [2**40, 2**20, 2**10], [2], 2**50),
+        ("product", pa.float64(), [1e300, 1e300], [], float("inf")),  # floats follow IEEE, as Java's
+    ],
+)
+def test_integer_aggregates_refuse_overflow_as_java(
+    function: str, arrow_type: pa.DataType, values: list[Any], retracted: list[int], expected: Any
+) -> None:
+    from paimon_core.table.mergetree._aggregates import Aggregator
+
+    aggregator = Aggregator("v", function, from_arrow_type(arrow_type, True))
+    column = pa.chunked_array([pa.array(values, arrow_type)])
+    groups = np.zeros(len(values), dtype=np.int64)
+    considered = np.ones(len(values), dtype=bool)
+    retract = np.isin(np.arange(len(values)), retracted)
+    if expected is MergeError:
+        with pytest.raises(MergeError, match="overflows"):
+            aggregator.aggregate(column, groups, 1, considered, retract)
+    else:
+        assert aggregator.aggregate(column, groups, 1, considered, retract).to_pylist() == [expected]
+
+
+def test_an_aggregation_table_refuses_a_sum_that_overflows(catalog: Catalog) -> None:
+    schema = pa.schema([pa.field("k", pa.int32(), nullable=False), pa.field("n", pa.int8())])
+    options = {"bucket": "1", "merge-engine": "aggregation", "fields.n.aggregate-function": "sum"}
+    table = catalog.create_table("db.counts", schema, primary_keys=["k"], options=options)
+    table.append(pa.table({"k": [1, 2], "n": [100, 1]}, schema=schema))
+    table.append(pa.table({"k": [2], "n": [1]}, schema=schema))
+    assert table.to_arrow().sort_by("k").column("n").to_pylist() == [100, 2]
+    table.append(pa.table({"k": [1], "n": [100]}, schema=schema))
+    with pytest.raises(MergeError, match="'n' overflows int8"):
+        table.to_arrow()

@@ -253,7 +253,9 @@ def _sum(
     if retracts.any():
         values = pc.if_else(pa.array(retracts[picked]), pc.negate(values), values)
     summed = _hash_aggregate(column, groups, count, picked, "sum", _MIN_ONE, values)
-    return pc.cast(summed, agg.arrow_type, safe=False)  # integer sums wrap as in Java
+    if pa.types.is_integer(agg.arrow_type):
+        _check_exact(agg, column, groups, count, picked, retracts, _added)
+    return pc.cast(summed, agg.arrow_type, safe=False)  # in range: _check_exact raised otherwise
 
 
 def _simple(function: str) -> Callable[..., pa.Array]:
@@ -269,36 +271,93 @@ def _simple(function: str) -> Callable[..., pa.Array]:
 def _product(
     agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask, backward: Mask
 ) -> pa.Array:
-    result = pc.cast(
-        _hash_aggregate(column, groups, count, np.flatnonzero(adds), "product", _MIN_ONE),
-        agg.arrow_type,
-        safe=False,  # integer products wrap, as Arrow's do
-    )
     if not retracts.any():
-        return result
+        picked = np.flatnonzero(adds)
+        if pa.types.is_integer(agg.arrow_type):
+            _check_exact(agg, column, groups, count, picked, retracts, _multiplied)
+        product = _hash_aggregate(column, groups, count, picked, "product", _MIN_ONE)
+        return pc.cast(product, agg.arrow_type, safe=False)  # in range: _check_exact raised otherwise
     # A retraction divides (integers truncating, as Java's): the order matters, so groups with one are
     # folded record by record.
-    folded = result.to_pylist()
+    folded: list[Any] = [None] * count
     touched = np.unique(groups[retracts])
     rows = np.flatnonzero(np.isin(groups, touched) & (adds | retracts) & _valid(column))
-    for group in touched:
-        folded[group] = None
+    untouched = adds & ~np.isin(groups, touched)
+    if untouched.any():
+        folded = _product(
+            agg, column, groups, count, untouched, np.zeros_like(retracts), backward
+        ).to_pylist()
+        for group in touched:
+            folded[group] = None
     for row, value in zip(rows, pc.take(column, pa.array(rows)).to_pylist(), strict=True):
         group = int(groups[row])
         current = folded[group]
         if not retracts[row]:
-            folded[group] = value if current is None else _wrapped(current * value, agg)
+            folded[group] = value if current is None else _multiplied(current, value, agg)
         elif current is not None:  # retracting from nothing leaves nothing
             folded[group] = _divided(current, value, agg)
     return pa.array(folded, agg.arrow_type)
 
 
-def _wrapped(value: Any, agg: Aggregator) -> Any:
+def _in_range(value: Any, agg: Aggregator) -> Any:
+    """``value``, when ``agg``'s integer type holds it; Java's exact arithmetic throws otherwise."""
     arrow_type = agg.arrow_type
-    if not pa.types.is_integer(arrow_type):
-        return value
-    half = 1 << (arrow_type.bit_width - 1)
-    return (value + half) % (2 * half) - half
+    if pa.types.is_integer(arrow_type) and not -(1 << (arrow_type.bit_width - 1)) <= value < (
+        1 << (arrow_type.bit_width - 1)
+    ):
+        raise MergeError(
+            f"aggregate function {agg.function!r} of column {agg.column!r} overflows {arrow_type} "
+            f"(Paimon's integer aggregates do not wrap)"
+        )
+    return value
+
+
+def _added(current: Any, value: Any, retract: bool, agg: Aggregator) -> Any:
+    signed = -value if retract else value
+    return _in_range(signed if current is None else current + signed, agg)
+
+
+def _multiplied(current: Any, value: Any, agg: Aggregator) -> Any:
+    return _in_range(current * value, agg)
+
+
+def _check_exact(
+    agg: Aggregator,
+    column: Any,
+    groups: Indices,
+    count: int,
+    picked: Indices,
+    retracts: Mask,
+    step: Callable[..., Any],
+) -> None:
+    """Raise where folding the ``picked`` rows of a group (in order) leaves the integer type on the way, as
+    Java's ``addExact``/``multiplyExact`` do. Only groups whose magnitudes could add (or multiply) up to the
+    type's limit are folded step by step; for the others no partial result can reach it."""
+    if not len(picked):
+        return
+    magnitudes = pc.abs(pc.cast(pc.take(column, pa.array(picked)), pa.float64(), safe=False))
+    limit = float(1 << (agg.arrow_type.bit_width - 2))  # half the type's range: float rounding is far below
+    if step is _multiplied:  # zeros end a product; the others have |x| >= 1, so partials stay below the total
+        magnitudes = pc.if_else(pc.equal(magnitudes, 0.0), 1.0, magnitudes)
+        bounds = _hash_aggregate(None, groups, count, picked, "product", _MIN_ONE, magnitudes)
+    else:
+        if (pc.sum(magnitudes).as_py() or 0.0) < limit:  # not even all the rows together come near
+            return
+        bounds = _hash_aggregate(None, groups, count, picked, "sum", _MIN_ONE, magnitudes)
+    near = np.flatnonzero(pc.fill_null(pc.greater_equal(bounds, limit), False).to_numpy(zero_copy_only=False))
+    if not len(near):
+        return
+    rows = picked[np.isin(groups[picked], near)]
+    folded: dict[int, Any] = {}
+    for row, value in zip(rows.tolist(), pc.take(column, pa.array(rows)).to_pylist(), strict=True):
+        if value is None:
+            continue
+        group = int(groups[row])
+        current = folded.get(group)
+        if step is _multiplied:
+            folded[group] = value if current is None else _multiplied(current, value, agg)
+        else:
+            folded[group] = _added(current, value, bool(retracts[row]), agg)
 
 
 def _divided(current: Any, divisor: Any, agg: Aggregator) -> Any:
@@ -306,7 +365,7 @@ def _divided(current: Any, divisor: Any, agg: Aggregator) -> Any:
         if divisor == 0:
             raise MergeError(f"aggregate function 'product' of column {agg.column!r} cannot retract a zero")
         quotient = abs(current) // abs(divisor)  # truncated toward zero
-        return _wrapped(quotient if (current < 0) == (divisor < 0) else -quotient, agg)
+        return _in_range(quotient if (current < 0) == (divisor < 0) else -quotient, agg)
     if pa.types.is_decimal(agg.arrow_type):
         if divisor == 0:
             raise MergeError(f"aggregate function 'product' of column {agg.column!r} cannot retract a zero")
