@@ -308,17 +308,19 @@ def partial_update_model(
     ignore_delete: bool,
     removing: tuple[str, ...] = (),
 ) -> Record | None:
-    """Java's ``PartialUpdateMergeFunction`` with the sequence groups of ``GROUPS`` over one key's records
-    (None: no record, when ``ignore-delete`` dropped all of them); ``removing``: the sequence fields of
-    ``partial-update.remove-record-on-sequence-group``."""
+    """Java's ``PartialUpdateMergeFunction`` (1.1 and later) with the sequence groups of ``GROUPS`` over one
+    key's records; ``removing``: the sequence fields of ``partial-update.remove-record-on-sequence-group``."""
     if len(records) == 1:
         return records[0]
     fns = {c: fn for c in VALUES if (fn := _make(config, c)) is not None}
     group_of = {c: seq for seq, cols in GROUPS.items() for c in (seq, *cols)}
     row: dict[str, Any] = dict.fromkeys(VALUES)
-    inserted = removed = False
+    inserted = removed = filled = False
     for kind, values in records:
         retract = kind in RETRACT
+        if retract and not filled:  # initRow (Java 1.1+): a leading retraction's values fill the row
+            row = dict(values)
+        filled = True
         if retract and ignore_delete:
             continue
         removed = kind == DELETE and any(
@@ -351,8 +353,6 @@ def partial_update_model(
             elif fn is not None:
                 row[column] = fn.agg_reversed(row[column], values[column])
         inserted |= not retract
-    if ignore_delete and not inserted:
-        return None
     return (INSERT if inserted and not removed else DELETE), row
 
 
@@ -547,8 +547,52 @@ def test_a_retraction_before_a_removal_is_refused_as_in_java() -> None:
     removed = (0, DELETE, {**base, "g1": 3})
     ours, model = merge_both("partial-update", product, [held, zero, removed], removing=("g1",))
     assert ours is model is MergeError
-    ours, model = merge_both("partial-update", product, [zero, removed], removing=("g1",))
+    empty = (0, INSERT, {**base, "g1": 1})
+    ours, model = merge_both("partial-update", product, [empty, zero, removed], removing=("g1",))
     assert ours == model == {0: (DELETE, {**base, "g1": 3})}
+    # A leading retraction first fills the row with its own values (Java 1.1+), so it holds a zero.
+    ours, model = merge_both("partial-update", product, [zero, removed], removing=("g1",))
+    assert ours is model is MergeError
+
+
+def test_a_leading_retraction_fills_the_row_first_as_java_1_1() -> None:
+    """Java 1.1+ starts the row from a key's leading -U/-D (initRow) before it applies it: a sum retracts the
+    value from itself, a column outside every group and a group the retraction has no sequence for keep its
+    values, and with ignore-delete the row starts from it (a key of retractions alone merges to a -D)."""
+    base = dict.fromkeys(VALUES)
+    leading = (0, UPDATE_BEFORE, {**base, "g1": 5, "a": 3, "g2": None, "e": True, "f": 4})
+    later = (0, INSERT, {**base, "g1": 6, "a": 1})
+    ours, model = merge_both("partial-update", {"a": ("sum", False)}, [leading, later])
+    assert ours == model == {0: (INSERT, {**base, "g1": 6, "a": 1, "e": True, "f": 4})}
+    ours, model = merge_both("partial-update", {}, [leading, later], ignore_delete=True)
+    assert ours == model == {0: (INSERT, {**base, "g1": 6, "a": 1, "e": True, "f": 4})}
+    deleted = (0, DELETE, {**base, "g1": 7, "f": 9})
+    ours, model = merge_both("partial-update", {}, [leading, deleted], ignore_delete=True)
+    assert ours == model == {0: (DELETE, leading[2])}
+
+
+def _merge_without_groups(options: dict[str, str], rows: list[tuple[int, int, dict[str, Any]]]) -> list[Any]:
+    schema = pa.schema([SCHEMA.field("k"), SCHEMA.field("a"), SCHEMA.field("f")])
+    fields = [DataField(i, f.name, from_arrow_type(f.type, f.nullable)) for i, f in enumerate(schema)]
+    table_schema = TableSchema.new(fields, primary_keys=["k"], options={"bucket": "1", **options})
+    records = _records(rows).select(["_SEQUENCE_NUMBER", "_VALUE_KIND", "k", "a", "f"])
+    merged = merge_engine(table_schema, _options(table_schema.options)).merge(*order_records(records, ["k"]))
+    return [(r["_VALUE_KIND"], r["a"], r["f"]) for r in merged.to_pylist()]
+
+
+def test_remove_record_on_delete_takes_a_leading_retraction_and_the_last_record_kind_as_java() -> None:
+    """partial-update.remove-record-on-delete: a leading -U fills the row (Java 1.1+), and the result is a -D
+    when the last record is a -D or nothing was inserted; a -U after a -D leaves the -D's values inserted."""
+    options = {"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"}
+    base = dict.fromkeys(VALUES)
+    before = (0, UPDATE_BEFORE, {**base, "a": 1, "f": 7})
+    insert = (0, INSERT, {**base, "a": 2})
+    delete = (0, DELETE, {**base, "a": 5})
+    assert _merge_without_groups(options, [before, insert]) == [(INSERT, 2, 7)]
+    assert _merge_without_groups(options, [before, before]) == [(DELETE, 1, 7)]
+    assert _merge_without_groups(options, [insert, delete]) == [(DELETE, 5, None)]
+    assert _merge_without_groups(options, [insert, delete, before]) == [(INSERT, 5, None)]
+    assert _merge_without_groups(options, [before, delete, insert]) == [(INSERT, 2, None)]
 
 
 def test_a_delete_winning_a_removing_group_removes_the_row() -> None:

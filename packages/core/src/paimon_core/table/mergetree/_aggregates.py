@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -47,6 +47,16 @@ __all__ = ["FUNCTIONS", "Aggregator", "aggregator_for", "first_where", "last_whe
 
 Indices = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
+
+
+class _Seeded(NamedTuple):
+    """The rows of a fold that starts from seeds (see :meth:`Aggregator.aggregate`)."""
+
+    adds: Mask
+    retracts: Mask
+    backward: Mask
+    seeds: Mask
+
 
 _NUMERIC = (TinyIntType, SmallIntType, IntType, BigIntType, FloatType, DoubleType, DecimalType)
 _COMPARABLE = (*_NUMERIC, CharType, VarCharType, DateType, TimeType, TimestampType, LocalZonedTimestampType)
@@ -127,9 +137,12 @@ class Aggregator:
         considered: Mask,
         retract: Mask,
         backward: Mask | None = None,
+        seeds: Mask | None = None,
     ) -> pa.Array:
         """The folded value of every group (``considered`` rows only; ``retract`` marks -U/-D rows;
-        ``backward`` marks adds that fold in before the accumulated value, in a sequence group)."""
+        ``backward`` marks adds that fold in before the accumulated value, in a sequence group; ``seeds``
+        marks adds whose value becomes the accumulator as it is, before any call of the function, as
+        Java's partial update does with a leading retraction)."""
         adds = considered & ~retract
         retracts = considered & retract
         if retracts.any() and not FUNCTIONS[self.function][1]:
@@ -142,7 +155,11 @@ class Aggregator:
         elif self.ignore_retract:
             retracts = np.zeros_like(retracts)
         back = np.zeros_like(adds) if backward is None else backward & adds
-        return _IMPLEMENTATIONS[self.function](self, column, groups, count, adds, retracts, back)
+        seeded = np.zeros_like(adds) if seeds is None else seeds & adds
+        implementation = _IMPLEMENTATIONS[self.function]
+        if seeded.any() and implementation in _SEEDED:
+            return _SEEDED[implementation](self, column, groups, count, _Seeded(adds, retracts, back, seeded))
+        return implementation(self, column, groups, count, adds, retracts, back)
 
 
 # Each implementation: (aggregator, column, groups, count, adds, retracts, backward) -> one value per group.
@@ -176,14 +193,25 @@ def _last_non_null(
 def _first_value(
     agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask, backward: Mask
 ) -> pa.Array:
+    return take_or_null(column, _first_value_rows(groups, count, adds, backward))
+
+
+def _first_value_rows(groups: Indices, count: int, adds: Mask, backward: Mask) -> Indices:
+    """The row whose value first_value ends with, -1 where it keeps the accumulator it started from."""
     first = first_where(groups, adds, count)
     if not backward.any():
-        return take_or_null(column, first)
+        return first
     # Java's first_value keeps what its first call returned, except that an add from behind replaces it
-    # (it is earlier); a first call from behind returns the accumulator, still null.
+    # (it is earlier); a first call from behind returns the accumulator.
     chosen = np.where((first >= 0) & ~backward[np.maximum(first, 0)], first, -1)
     replaced = last_where(groups, backward & (np.arange(len(groups)) > first[groups]), count)
-    return take_or_null(column, np.where(replaced >= 0, replaced, chosen))
+    return np.where(replaced >= 0, replaced, chosen)
+
+
+def _first_value_seeded(agg: Aggregator, column: Any, groups: Indices, count: int, fold: _Seeded) -> pa.Array:
+    # The seed is the accumulator of a function not called yet: the first add still decides.
+    chosen = _first_value_rows(groups, count, fold.adds & ~fold.seeds, fold.backward)
+    return take_or_null(column, np.where(chosen >= 0, chosen, first_where(groups, fold.seeds, count)))
 
 
 def _first_non_null(
@@ -195,6 +223,17 @@ def _first_non_null(
     return take_or_null(
         column, _first_non_null_with_backward(groups, count, adds & ~backward, backward, valid)
     )
+
+
+def _first_non_null_seeded(
+    agg: Aggregator, column: Any, groups: Indices, count: int, fold: _Seeded
+) -> pa.Array:
+    # A non-null seed is held as a non-null value from behind is, until something settles or replaces it;
+    # a null one is no value at all.
+    valid = _valid(column)
+    forward = fold.adds & ~fold.backward & ~fold.seeds
+    behind = fold.backward | (fold.seeds & valid)
+    return take_or_null(column, _first_non_null_with_backward(groups, count, forward, behind, valid))
 
 
 def _first_non_null_with_backward(
@@ -411,6 +450,14 @@ def _listagg(
     return pc.if_else(pc.is_null(joined), blank_from_behind, joined)
 
 
+def _listagg_seeded(agg: Aggregator, column: Any, groups: Indices, count: int, fold: _Seeded) -> pa.Array:
+    # A seed that is not blank folds in as the first value; a blank one stays until a value that is not
+    # blank comes, or one from behind replaces it.
+    joined = _listagg(agg, column, groups, count, fold.adds, fold.retracts, fold.backward)
+    blank_seed = take_or_null(column, last_where(groups, fold.backward | fold.seeds, count))
+    return pc.if_else(pc.is_null(joined), blank_seed, joined)
+
+
 def _distinct_join(items: list[str] | None, delimiter: str) -> str | None:
     """Java's distinct listagg: the first value as it is, then each later value's tokens that are neither
     blank nor seen before."""
@@ -432,11 +479,23 @@ def _tokens(text: str, delimiter: str) -> list[str]:
 
 
 def _collect(
-    agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask, backward: Mask
+    agg: Aggregator,
+    column: Any,
+    groups: Indices,
+    count: int,
+    adds: Mask,
+    retracts: Mask,
+    backward: Mask,
+    seeds: Mask | None = None,
 ) -> pa.Array:
-    rows = np.flatnonzero((adds | retracts) & _valid(column))
+    valid = _valid(column)
+    # A distinct collect deduplicates its accumulator on every add, a null one included: a seed keeps
+    # its repeats only until then.
+    nulls_too = agg.distinct and seeds is not None
+    rows = np.flatnonzero(((adds | retracts) & valid) | (adds & nulls_too))
     # Java's collect appends adds from behind too, unless ignore-retract wraps it (the wrapper prepends).
     prepend = backward if agg.ignore_retract else np.zeros_like(backward)
+    verbatim = np.zeros_like(adds) if seeds is None else seeds
     collected: list[list[Any] | None] = [None] * count
     for row, items in zip(rows, pc.take(column, pa.array(rows)).to_pylist(), strict=True):
         group = int(groups[row])
@@ -445,8 +504,11 @@ def _collect(
             if current is not None:  # without an accumulator there is nothing to retract
                 collected[group] = _without(current, items)
             continue
+        if items is None:
+            collected[group] = None if current is None else _distinct(current)
+            continue
         merged = items if current is None else items + current if prepend[row] else current + items
-        collected[group] = _distinct(merged) if agg.distinct else merged
+        collected[group] = _distinct(merged) if agg.distinct and not verbatim[row] else merged
     return pa.array(collected, agg.arrow_type)
 
 
@@ -506,6 +568,16 @@ _IMPLEMENTATIONS: dict[str, Callable[..., pa.Array]] = {
     "listagg": _listagg,
     "collect": _collect,
     "merge_map": _merge_map,
+}
+
+
+# A seed acts as a first add for every function but these, whose Java state (first_value's "called
+# before"), blank handling (listagg) or deduplication (collect distinct) tell the two apart.
+_SEEDED: dict[Callable[..., pa.Array], Callable[..., pa.Array]] = {
+    _first_value: _first_value_seeded,
+    _first_non_null: _first_non_null_seeded,
+    _listagg: _listagg_seeded,
+    _collect: lambda agg, column, groups, count, fold: _collect(agg, column, groups, count, *fold),
 }
 
 

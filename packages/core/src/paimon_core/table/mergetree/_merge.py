@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -344,6 +346,20 @@ class SequenceGroup:
         self.aggregators = dict(aggregators or {})
 
 
+@dataclass(frozen=True)
+class _Merging:
+    """What a partial-update merge decided for all its records, as a sequence group reads it."""
+
+    groups: Indices
+    count: int
+    considered: npt.NDArray[np.bool_]
+    retract: npt.NDArray[np.bool_]
+    present: npt.NDArray[np.bool_]
+    removal: npt.NDArray[np.bool_]
+    seeds: npt.NDArray[np.bool_]  # leading retractions whose values fill the row first
+    ignore_delete: bool
+
+
 class PartialUpdate(MergeEngine):
     """Per column the last non-null value; sequence groups; retractions as configured."""
 
@@ -370,15 +386,20 @@ class PartialUpdate(MergeEngine):
         kinds = _kinds(records)
         retract = _is_retract(kinds)
         inserted = last_where(groups, ~retract, count) >= 0
+        # Java (1.1 and later) fills the row with a key's leading retraction before applying it (initRow):
+        # its values are where the row starts, as if it were inserted, and it then retracts as configured.
+        leading = retract & np.r_[True, groups[1:] != groups[:-1]]
         considered = np.ones(records.num_rows, dtype=bool)
         # The -D that removed its key's row last: the row restarts from its values, as from an insert.
         removal = np.zeros(records.num_rows, dtype=bool)
         removes = np.zeros(records.num_rows, dtype=bool)
         if retract.any():
             if self.ignore_delete:
-                considered = ~retract
+                considered = ~retract | leading
             elif self.remove_record_on_delete:
                 considered = self._after_last_delete(groups, kinds, count)
+                deleted = last_where(groups, kinds == DELETE, count) >= 0
+                considered |= leading & ~deleted[groups]
             elif not self.sequence_groups:
                 raise MergeError(_PARTIAL_UPDATE_DELETE_HELP)
             elif self.removing_groups and (kinds == DELETE).any():
@@ -391,25 +412,31 @@ class PartialUpdate(MergeEngine):
         columns: dict[str, pa.Array] = {}
         for name in self.key_columns:
             columns[name] = pc.take(records.column(name), pa.array(last))
+        seeds = leading & considered
         adds = (
             considered & ~retract
             if not self.remove_record_on_delete
             else considered & (kinds != UPDATE_BEFORE)
-        )
+        ) | seeds
         for name in self.plain_columns:
             valid = records.column(name).is_valid().to_numpy(zero_copy_only=False)
             chosen = last_where(groups, adds & valid, count)[present]
             columns[name] = take_or_null(records.column(name), chosen)
         for group in self.sequence_groups:
-            columns.update(
-                self._merge_group(records, groups, count, considered, retract, group, present, removal)
+            merging = _Merging(
+                groups, count, considered, retract, present, removal, seeds, self.ignore_delete
             )
+            columns.update(self._merge_group(records, merging, group))
             if removal.any() and group.aggregators:
-                self._check_retractions(records, groups, ~considered, _is_retract(kinds), removes, group)
+                self._check_retractions(
+                    records, groups, ~considered, _is_retract(kinds), removes, leading, group
+                )
         sequence = pc.take(records.column(SEQUENCE_NUMBER), pa.array(last))
         result_kinds = np.full(len(last), INSERT, dtype=np.int8)
         if self.remove_record_on_delete:
-            result_kinds[kinds[last] == DELETE] = DELETE
+            # Java: DELETE when the key's last record is a -D (which removed the row) or it had no insert.
+            final = last_where(groups, np.ones(records.num_rows, dtype=bool), count)[present]
+            result_kinds[(kinds[final] == DELETE) | ~inserted[present]] = DELETE
         else:
             # Java: DELETE when the key never had an insert, or when its last record removed the row.
             result_kinds[~inserted[present] | removal[last]] = DELETE
@@ -458,43 +485,49 @@ class PartialUpdate(MergeEngine):
         before: npt.NDArray[np.bool_],
         retract: npt.NDArray[np.bool_],
         removes: npt.NDArray[np.bool_],
+        leading: npt.NDArray[np.bool_],
         group: SequenceGroup,
     ) -> None:
         """Raise what Java raises for the retractions before a key's last removal. Java folds them one by one
         before the removal comes, so a function that cannot retract them (or not from the value it holds
         then) refuses them although the removal discards the result. Each removal restarts the fold from
-        its own values, so the records are folded in stretches from one removal to the next."""
-        touching = removes.copy()
+        its own values, so the records are folded in stretches from one removal to the next; a leading
+        retraction fills the row before it retracts, so it goes in twice."""
+        sequenced = np.zeros(records.num_rows, dtype=bool)
         for name in group.sequence_fields:
-            touching |= records.column(name).is_valid().to_numpy(zero_copy_only=False)
-        folded = before & touching
-        if not (folded & retract & ~removes).any():
+            sequenced |= records.column(name).is_valid().to_numpy(zero_copy_only=False)
+        folded = before & (sequenced | removes | leading)
+        retracts = retract & ~removes & sequenced
+        if not (folded & retracts).any():
             return
-        starts = removes | np.r_[True, groups[1:] != groups[:-1]]
-        stretches = np.cumsum(starts) - 1
+        twice = _FillingFirst(folded & leading & retracts)
+        owners = twice(groups)
+        stretches = np.cumsum(twice(removes) | np.r_[True, owners[1:] != owners[:-1]]) - 1
         for name, aggregator in group.aggregators.items():
             aggregator.aggregate(
-                records.column(name), stretches, int(stretches[-1]) + 1, folded, retract & ~removes
+                twice.column(records.column(name)),
+                stretches,
+                int(stretches[-1]) + 1,
+                twice(folded),
+                twice(retracts) & ~twice.filling,
             )
 
     @staticmethod
-    def _merge_group(
-        records: pa.Table,
-        groups: Indices,
-        count: int,
-        considered: npt.NDArray[np.bool_],
-        retract: npt.NDArray[np.bool_],
-        group: SequenceGroup,
-        present: npt.NDArray[np.bool_],
-        removal: npt.NDArray[np.bool_],
-    ) -> dict[str, pa.Array]:
+    def _merge_group(records: pa.Table, merging: _Merging, group: SequenceGroup) -> dict[str, pa.Array]:
         # The winner of a group is its record with the largest sequence fields (ties: the later record),
-        # among records whose sequence fields are not all null, and the removing -D the key restarts from
-        # (its values are the row's, whatever its sequence).
-        some_sequence = removal.copy()
+        # among records whose sequence fields are not all null, the removing -D the key restarts from
+        # (its values are the row's, whatever its sequence) and the leading retraction the row starts from
+        # (below every other when its sequence is null).
+        groups, count, present = merging.groups, merging.count, merging.present
+        removal, seeds = merging.removal, merging.seeds
+        sequenced = np.zeros(records.num_rows, dtype=bool)
         for name in group.sequence_fields:
-            some_sequence |= records.column(name).is_valid().to_numpy(zero_copy_only=False)
-        candidates = considered & some_sequence
+            sequenced |= records.column(name).is_valid().to_numpy(zero_copy_only=False)
+        candidates = merging.considered & (sequenced | removal | seeds)
+        # A leading retraction retracts from the group where it has a sequence, unless it removed the row
+        # or deletes are ignored.
+        seed_retracts = seeds & sequenced & ~removal & (not merging.ignore_delete)
+        retract = (merging.retract & ~seeds) | seed_retracts
         rows = np.nonzero(candidates)[0]
         winners = np.full(count, -1, dtype=np.int64)
         if len(rows):
@@ -531,12 +564,36 @@ class PartialUpdate(MergeEngine):
             if len(rows):
                 backward[rows] = _behind_stored(records, groups, rows, group.sequence_fields)
             where = pa.array(np.flatnonzero(present))
+            twice = _FillingFirst(seed_retracts)
             for name, aggregator in group.aggregators.items():
                 folded = aggregator.aggregate(
-                    records.column(name), groups, count, candidates, retract, backward & ~retract
+                    twice.column(records.column(name)),
+                    twice(groups),
+                    count,
+                    twice(candidates),
+                    twice(retract) & ~twice.filling,
+                    twice(backward & ~retract) & ~twice.filling,
+                    twice(seeds) & (twice.filling | ~twice(seed_retracts)),
                 )
                 result[name] = folded.take(where)
         return result
+
+
+class _FillingFirst:
+    """The records in merge order, a leading retraction that retracts twice: first as the values that fill
+    the row (``filling``), then as the retraction. The records as they are when there is none."""
+
+    def __init__(self, twice: npt.NDArray[np.bool_]) -> None:
+        self.rows = np.repeat(np.arange(len(twice)), np.where(twice, 2, 1)) if twice.any() else None
+        self.filling = np.zeros(len(twice), dtype=bool)
+        if self.rows is not None:
+            self.filling = twice[self.rows] & np.r_[True, self.rows[1:] != self.rows[:-1]]
+
+    def __call__(self, values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        return values if self.rows is None else values[self.rows]
+
+    def column(self, column: pa.ChunkedArray) -> pa.ChunkedArray:
+        return column if self.rows is None else column.take(pa.array(self.rows))
 
 
 def _behind_stored(
