@@ -500,13 +500,7 @@ def test_aggregation_merges_as_java(
 # Functions for which that differs are left out here (docs/primary-key-tables.md): first_value and
 # first_non_null_value keep their state across the removal, listagg drops a blank first value, collect
 # distinct drops repeats.
-_NOT_REMOVING_SAFE = {
-    "first_value",
-    "first_non_null_value",
-    "listagg",
-    "listagg distinct",
-    "collect distinct",
-}
+_NOT_REMOVING_SAFE = {"first_non_null_value"}
 _REMOVING_SAFE = _config(["a", "b", "c", "m", "e"]).map(
     lambda config: {c: f for c, f in config.items() if f[0] not in _NOT_REMOVING_SAFE}
 )
@@ -593,6 +587,24 @@ def test_remove_record_on_delete_takes_a_leading_retraction_and_the_last_record_
     assert _merge_without_groups(options, [insert, delete]) == [(DELETE, 5, None)]
     assert _merge_without_groups(options, [insert, delete, before]) == [(INSERT, 5, None)]
     assert _merge_without_groups(options, [before, delete, insert]) == [(INSERT, 2, None)]
+
+
+def test_a_removing_delete_is_the_accumulator_as_it_is() -> None:
+    """After a removal the row holds the -D's values as they are: a blank listagg value stays, a distinct
+    collect keeps its repeats until its next add, and first_value keeps the -D's value if it was called
+    before (its state survives the removal), else the next add decides."""
+    base = dict.fromkeys(VALUES)
+    config = {"a": ("first_value", True), "b": ("listagg", True), "c": ("collect distinct", True)}
+    inserted = (0, INSERT, {**base, "g1": 1, "a": 5, "b": "x", "c": [3]})
+    removing = (0, DELETE, {**base, "g1": 2, "a": 7, "b": "  ", "c": [1, 1]})
+    later = (0, INSERT, {**base, "g1": 3, "a": 9, "c": [2]})
+    ours, model = merge_both("partial-update", config, [inserted, removing], removing=("g1",))
+    assert ours == model == {0: (DELETE, removing[2])}
+    ours, model = merge_both("partial-update", config, [inserted, removing, later], removing=("g1",))
+    assert ours == model == {0: (INSERT, {**removing[2], "g1": 3, "c": [1, 2]})}
+    untouched = (0, INSERT, {**base, "f": 1})
+    ours, model = merge_both("partial-update", config, [untouched, removing, later], removing=("g1",))
+    assert ours == model == {0: (INSERT, {**removing[2], "g1": 3, "a": 9, "c": [1, 2]})}
 
 
 def test_a_delete_winning_a_removing_group_removes_the_row() -> None:

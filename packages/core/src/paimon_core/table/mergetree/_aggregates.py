@@ -56,6 +56,7 @@ class _Seeded(NamedTuple):
     retracts: Mask
     backward: Mask
     seeds: Mask
+    called: Mask  # seeds whose function was called before them (Java's state survives a removal)
 
 
 _NUMERIC = (TinyIntType, SmallIntType, IntType, BigIntType, FloatType, DoubleType, DecimalType)
@@ -138,11 +139,12 @@ class Aggregator:
         retract: Mask,
         backward: Mask | None = None,
         seeds: Mask | None = None,
+        called: Mask | None = None,
     ) -> pa.Array:
         """The folded value of every group (``considered`` rows only; ``retract`` marks -U/-D rows;
         ``backward`` marks adds that fold in before the accumulated value, in a sequence group; ``seeds``
-        marks adds whose value becomes the accumulator as it is, before any call of the function, as
-        Java's partial update does with a leading retraction)."""
+        marks adds whose value becomes the accumulator as it is, as Java's partial update does with a
+        leading retraction or a removing -D; ``called``: those seeds the function was called before)."""
         adds = considered & ~retract
         retracts = considered & retract
         if retracts.any() and not FUNCTIONS[self.function][1]:
@@ -158,7 +160,9 @@ class Aggregator:
         seeded = np.zeros_like(adds) if seeds is None else seeds & adds
         implementation = _IMPLEMENTATIONS[self.function]
         if seeded.any() and implementation in _SEEDED:
-            return _SEEDED[implementation](self, column, groups, count, _Seeded(adds, retracts, back, seeded))
+            earlier = np.zeros_like(adds) if called is None else called & seeded
+            fold = _Seeded(adds, retracts, back, seeded, earlier)
+            return _SEEDED[implementation](self, column, groups, count, fold)
         return implementation(self, column, groups, count, adds, retracts, back)
 
 
@@ -209,9 +213,11 @@ def _first_value_rows(groups: Indices, count: int, adds: Mask, backward: Mask) -
 
 
 def _first_value_seeded(agg: Aggregator, column: Any, groups: Indices, count: int, fold: _Seeded) -> pa.Array:
-    # The seed is the accumulator of a function not called yet: the first add still decides.
-    chosen = _first_value_rows(groups, count, fold.adds & ~fold.seeds, fold.backward)
-    return take_or_null(column, np.where(chosen >= 0, chosen, first_where(groups, fold.seeds, count)))
+    # A seed is the accumulator of a function not called yet, so the first add still decides; once called,
+    # the function keeps it as if it had returned it.
+    fresh = fold.seeds & ~fold.called
+    chosen = _first_value_rows(groups, count, fold.adds & ~fresh, fold.backward)
+    return take_or_null(column, np.where(chosen >= 0, chosen, first_where(groups, fresh, count)))
 
 
 def _first_non_null(
@@ -231,8 +237,9 @@ def _first_non_null_seeded(
     # A non-null seed is held as a non-null value from behind is, until something settles or replaces it;
     # a null one is no value at all.
     valid = _valid(column)
-    forward = fold.adds & ~fold.backward & ~fold.seeds
-    behind = fold.backward | (fold.seeds & valid)
+    fresh = fold.seeds & ~fold.called  # a called one folds in as a first add: see docs/primary-key-tables.md
+    forward = fold.adds & ~fold.backward & ~fresh
+    behind = fold.backward | (fresh & valid)
     return take_or_null(column, _first_non_null_with_backward(groups, count, forward, behind, valid))
 
 
@@ -577,7 +584,7 @@ _SEEDED: dict[Callable[..., pa.Array], Callable[..., pa.Array]] = {
     _first_value: _first_value_seeded,
     _first_non_null: _first_non_null_seeded,
     _listagg: _listagg_seeded,
-    _collect: lambda agg, column, groups, count, fold: _collect(agg, column, groups, count, *fold),
+    _collect: lambda agg, column, groups, count, fold: _collect(agg, column, groups, count, *fold[:4]),
 }
 
 

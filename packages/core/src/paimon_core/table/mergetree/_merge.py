@@ -528,6 +528,10 @@ class PartialUpdate(MergeEngine):
         # or deletes are ignored.
         seed_retracts = seeds & sequenced & ~removal & (not merging.ignore_delete)
         retract = (merging.retract & ~seeds) | seed_retracts
+        # The removing -D is a seed too, but Java's functions keep their state through it: whether they
+        # were called before it is whether the key had an add for the group before it.
+        touched = first_where(groups, ~(merging.retract | removal) & sequenced, count)[groups]
+        called = removal & (touched >= 0) & (touched < np.arange(records.num_rows))
         rows = np.nonzero(candidates)[0]
         winners = np.full(count, -1, dtype=np.int64)
         if len(rows):
@@ -573,7 +577,8 @@ class PartialUpdate(MergeEngine):
                     twice(candidates),
                     twice(retract) & ~twice.filling,
                     twice(backward & ~retract) & ~twice.filling,
-                    twice(seeds) & (twice.filling | ~twice(seed_retracts)),
+                    twice(seeds | removal) & (twice.filling | ~twice(seed_retracts)),
+                    twice(called),
                 )
                 result[name] = folded.take(where)
         return result
