@@ -422,10 +422,8 @@ class PartialUpdate(MergeEngine):
             valid = records.column(name).is_valid().to_numpy(zero_copy_only=False)
             chosen = last_where(groups, adds & valid, count)[present]
             columns[name] = take_or_null(records.column(name), chosen)
+        merging = _Merging(groups, count, considered, retract, present, removal, seeds, self.ignore_delete)
         for group in self.sequence_groups:
-            merging = _Merging(
-                groups, count, considered, retract, present, removal, seeds, self.ignore_delete
-            )
             columns.update(self._merge_group(records, merging, group))
             if removal.any() and group.aggregators:
                 self._check_retractions(
