@@ -295,12 +295,12 @@ def _sum(
     agg: Aggregator, column: Any, groups: Indices, count: int, adds: Mask, retracts: Mask, backward: Mask
 ) -> pa.Array:
     picked = np.flatnonzero(adds | retracts)
-    values = pc.take(column, pa.array(picked))
+    taken = values = pc.take(column, pa.array(picked))
     if retracts.any():
         values = pc.if_else(pa.array(retracts[picked]), pc.negate(values), values)
     summed = _hash_aggregate(column, groups, count, picked, "sum", _MIN_ONE, values)
     if pa.types.is_integer(agg.arrow_type):
-        _check_exact(agg, column, groups, count, picked, retracts, _added)
+        _check_exact(agg, "sum", taken, groups, count, picked, retracts)
     return pc.cast(summed, agg.arrow_type, safe=False)  # in range: _check_exact raised otherwise
 
 
@@ -319,9 +319,10 @@ def _product(
 ) -> pa.Array:
     if not retracts.any():
         picked = np.flatnonzero(adds)
+        taken = pc.take(column, pa.array(picked))
         if pa.types.is_integer(agg.arrow_type):
-            _check_exact(agg, column, groups, count, picked, retracts, _multiplied)
-        product = _hash_aggregate(column, groups, count, picked, "product", _MIN_ONE)
+            _check_exact(agg, "product", taken, groups, count, picked, retracts)
+        product = _hash_aggregate(column, groups, count, picked, "product", _MIN_ONE, taken)
         return pc.cast(product, agg.arrow_type, safe=False)  # in range: _check_exact raised otherwise
     # A retraction divides (integers truncating, as Java's): the order matters, so groups with one are
     # folded record by record.
@@ -369,38 +370,37 @@ def _multiplied(current: Any, value: Any, agg: Aggregator) -> Any:
 
 def _check_exact(
     agg: Aggregator,
-    column: Any,
+    function: str,
+    taken: Any,
     groups: Indices,
     count: int,
     picked: Indices,
     retracts: Mask,
-    step: Callable[..., Any],
 ) -> None:
-    """Raise where folding the ``picked`` rows of a group (in order) leaves the integer type on the way, as
-    Java's ``addExact``/``multiplyExact`` do. Only groups whose magnitudes could add (or multiply) up to the
-    type's limit are folded step by step; for the others no partial result can reach it."""
+    """Raise where the integer ``function`` (sum or product) of a group's ``picked`` rows (their values
+    ``taken``, in order) leaves the type on the way, as Java's ``addExact``/``multiplyExact`` do. Only groups
+    whose magnitudes could add (or multiply) up to the type's limit are folded step by step; for the others
+    no partial result can reach it."""
     if not len(picked):
         return
-    magnitudes = pc.abs(pc.cast(pc.take(column, pa.array(picked)), pa.float64(), safe=False))
+    magnitudes = pc.abs(pc.cast(taken, pa.float64(), safe=False))
     limit = float(1 << (agg.arrow_type.bit_width - 2))  # half the type's range: float rounding is far below
-    if step is _multiplied:  # zeros end a product; the others have |x| >= 1, so partials stay below the total
+    if function == "product":  # zeros end a product; the others have |x| >= 1: partials stay below the total
         magnitudes = pc.if_else(pc.equal(magnitudes, 0.0), 1.0, magnitudes)
-        bounds = _hash_aggregate(None, groups, count, picked, "product", _MIN_ONE, magnitudes)
-    else:
-        if (pc.sum(magnitudes).as_py() or 0.0) < limit:  # not even all the rows together come near
-            return
-        bounds = _hash_aggregate(None, groups, count, picked, "sum", _MIN_ONE, magnitudes)
-    near = np.flatnonzero(pc.fill_null(pc.greater_equal(bounds, limit), False).to_numpy(zero_copy_only=False))
-    if not len(near):
+    elif (pc.sum(magnitudes).as_py() or 0.0) < limit:  # not even all the rows together come near
         return
-    rows = picked[np.isin(groups[picked], near)]
+    bounds = _hash_aggregate(None, groups, count, picked, function, _MIN_ONE, magnitudes)
+    near = pc.fill_null(pc.greater_equal(bounds, limit), False).to_numpy(zero_copy_only=False)
+    if not near.any():
+        return
+    chosen = near[groups[picked]]
     folded: dict[int, Any] = {}
-    for row, value in zip(rows.tolist(), pc.take(column, pa.array(rows)).to_pylist(), strict=True):
+    for row, value in zip(picked[chosen].tolist(), taken.filter(pa.array(chosen)).to_pylist(), strict=True):
         if value is None:
             continue
         group = int(groups[row])
         current = folded.get(group)
-        if step is _multiplied:
+        if function == "product":
             folded[group] = value if current is None else _multiplied(current, value, agg)
         else:
             folded[group] = _added(current, value, bool(retracts[row]), agg)
@@ -584,7 +584,9 @@ _SEEDED: dict[Callable[..., pa.Array], Callable[..., pa.Array]] = {
     _first_value: _first_value_seeded,
     _first_non_null: _first_non_null_seeded,
     _listagg: _listagg_seeded,
-    _collect: lambda agg, column, groups, count, fold: _collect(agg, column, groups, count, *fold[:4]),
+    _collect: lambda agg, column, groups, count, fold: _collect(
+        agg, column, groups, count, fold.adds, fold.retracts, fold.backward, fold.seeds
+    ),
 }
 
 

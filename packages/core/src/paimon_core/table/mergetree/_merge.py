@@ -384,7 +384,7 @@ class PartialUpdate(MergeEngine):
     def _merge(self, records: pa.Table, groups: Indices) -> tuple[pa.Table, Indices]:
         count = _group_count(groups)
         kinds = _kinds(records)
-        retract = _is_retract(kinds)
+        retract = retractions = _is_retract(kinds)
         inserted = last_where(groups, ~retract, count) >= 0
         # Java (1.1 and later) fills the row with a key's leading retraction before applying it (initRow):
         # its values are where the row starts, as if it were inserted, and it then retracts as configured.
@@ -426,9 +426,7 @@ class PartialUpdate(MergeEngine):
         for group in self.sequence_groups:
             columns.update(self._merge_group(records, merging, group))
             if removal.any() and group.aggregators:
-                self._check_retractions(
-                    records, groups, ~considered, _is_retract(kinds), removes, leading, group
-                )
+                self._check_retractions(records, groups, ~considered, retractions, removes, leading, group)
         sequence = pc.take(records.column(SEQUENCE_NUMBER), pa.array(last))
         result_kinds = np.full(len(last), INSERT, dtype=np.int8)
         if self.remove_record_on_delete:
@@ -491,9 +489,7 @@ class PartialUpdate(MergeEngine):
         then) refuses them although the removal discards the result. Each removal restarts the fold from
         its own values, so the records are folded in stretches from one removal to the next; a leading
         retraction fills the row before it retracts, so it goes in twice."""
-        sequenced = np.zeros(records.num_rows, dtype=bool)
-        for name in group.sequence_fields:
-            sequenced |= records.column(name).is_valid().to_numpy(zero_copy_only=False)
+        sequenced = _sequenced(records, group.sequence_fields)
         folded = before & (sequenced | removes | leading)
         retracts = retract & ~removes & sequenced
         if not (folded & retracts).any():
@@ -518,18 +514,12 @@ class PartialUpdate(MergeEngine):
         # (below every other when its sequence is null).
         groups, count, present = merging.groups, merging.count, merging.present
         removal, seeds = merging.removal, merging.seeds
-        sequenced = np.zeros(records.num_rows, dtype=bool)
-        for name in group.sequence_fields:
-            sequenced |= records.column(name).is_valid().to_numpy(zero_copy_only=False)
+        sequenced = _sequenced(records, group.sequence_fields)
         candidates = merging.considered & (sequenced | removal | seeds)
         # A leading retraction retracts from the group where it has a sequence, unless it removed the row
         # or deletes are ignored.
         seed_retracts = seeds & sequenced & ~removal & (not merging.ignore_delete)
         retract = (merging.retract & ~seeds) | seed_retracts
-        # The removing -D is a seed too, but Java's functions keep their state through it: whether they
-        # were called before it is whether the key had an add for the group before it.
-        touched = first_where(groups, ~(merging.retract | removal) & sequenced, count)[groups]
-        called = removal & (touched >= 0) & (touched < np.arange(records.num_rows))
         rows = np.nonzero(candidates)[0]
         winners = np.full(count, -1, dtype=np.int64)
         if len(rows):
@@ -566,6 +556,12 @@ class PartialUpdate(MergeEngine):
             if len(rows):
                 backward[rows] = _behind_stored(records, groups, rows, group.sequence_fields)
             where = pa.array(np.flatnonzero(present))
+            # The removing -D is a seed too, but Java's functions keep their state through it: whether they
+            # were called before it is whether the key had an add for the group before it.
+            called = removal.copy()
+            if removal.any():
+                touched = first_where(groups, ~(merging.retract | removal) & sequenced, count)[groups]
+                called &= (touched >= 0) & (touched < np.arange(records.num_rows))
             twice = _FillingFirst(seed_retracts)
             for name, aggregator in group.aggregators.items():
                 folded = aggregator.aggregate(
@@ -626,11 +622,16 @@ def _sequence_ranks(records: pa.Table, sequence_fields: Sequence[str]) -> Indice
     """Each record's rank by a sequence group's fields, -1 where they are all null (below every other)."""
     keyed = records.select(list(sequence_fields))
     rank = _ranks(keyed)
-    all_null = np.ones(records.num_rows, dtype=bool)
-    for name in sequence_fields:
-        all_null &= records.column(name).is_null().to_numpy(zero_copy_only=False)
-    rank[all_null] = -1
+    rank[~_sequenced(records, sequence_fields)] = -1
     return rank
+
+
+def _sequenced(records: pa.Table, sequence_fields: Sequence[str]) -> npt.NDArray[np.bool_]:
+    """Whether each record has a sequence for a group: its sequence fields are not all null."""
+    sequenced = np.zeros(records.num_rows, dtype=bool)
+    for name in sequence_fields:
+        sequenced |= records.column(name).is_valid().to_numpy(zero_copy_only=False)
+    return sequenced
 
 
 class Aggregation(MergeEngine):
