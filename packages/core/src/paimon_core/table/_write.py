@@ -72,7 +72,7 @@ class _OpenFile:
     rows: int = 0
 
 
-@dataclass
+@dataclass(eq=False)  # a writer is itself, not its fields: hashed and compared by identity
 class DataFileWriter:
     """Rolling Parquet writer for one (partition, bucket); rows are buffered into row groups.
 
