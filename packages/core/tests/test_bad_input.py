@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -124,6 +125,68 @@ def test_not_null_column_rejects_nulls(catalog: Catalog) -> None:
     table = catalog.create_table("db.t", schema)
     with pytest.raises(SchemaError):
         table.append(pa.table({"k": ["a", None]}))
+
+
+ROWS = pa.schema(
+    [
+        pa.field("p", pa.string(), nullable=False),
+        pa.field("k", pa.int64(), nullable=False),
+        pa.field("v", pa.string()),
+        pa.field("s", pa.struct([pa.field("a", pa.int64(), nullable=False)])),
+    ]
+)
+_KEYED = {"partition_keys": ["p"], "primary_keys": ["p", "k"]}
+
+
+def _declared(**columns: pa.Array) -> pa.Table:
+    """Data declared with the table's own schema (Arrow does not enforce NOT NULL)."""
+    present = {**{"p": pa.array(["x", "x"]), "k": pa.array([1, 2]), "v": pa.array(["a", "b"])}, **columns}
+    present.setdefault("s", pa.array([{"a": 1}, None], ROWS.field("s").type))
+    return pa.Table.from_arrays([present[name] for name in ROWS.names], schema=ROWS)
+
+
+# Each door that takes user data, with a null where the table allows none: (table, call, column named).
+_NULL_DOORS = {
+    "append-not-null-column": ({}, "append", _declared(k=pa.array([1, None])), "'k'"),
+    "append-nested-not-null": (
+        {},
+        "append",
+        _declared(s=pa.array([{"a": 1}, {"a": None}], ROWS[3].type)),
+        "'s.a'",
+    ),
+    "upsert-null-key": (_KEYED, "append", _declared(k=pa.array([1, None])), "'k'"),
+    "upsert-null-partition": (_KEYED, "append", _declared(p=pa.array(["x", None])), "'p'"),
+    "delete-null-key": (_KEYED, "delete", pa.table({"p": ["x", "x"], "k": [1, None]}), "'k'"),
+    "delete-null-key-declared": (_KEYED, "delete", _declared(k=pa.array([1, None])), "'k'"),
+    "delete-null-partition": (_KEYED, "delete", pa.table({"p": ["x", None], "k": [1, 2]}), "'p'"),
+    "delete-wrong-key-type": (_KEYED, "delete", pa.table({"p": ["x"], "k": ["1"]}), "'k'"),
+}
+
+
+@pytest.mark.parametrize(("options", "door", "data", "named"), _NULL_DOORS.values(), ids=list(_NULL_DOORS))
+def test_nulls_where_the_table_allows_none_are_a_schema_error_naming_the_column(
+    catalog: Catalog, options: dict[str, Any], door: str, data: pa.Table, named: str
+) -> None:
+    table = catalog.create_table("db.t", ROWS, **options)
+    table.append(_declared())
+    before = table.to_arrow()
+    with pytest.raises(SchemaError) as info:
+        getattr(table, door)(data)
+    assert named in str(info.value)
+    assert len(table.snapshots()) == 1 and table.to_arrow().equals(before)
+    assert len(list(Path(table.path).rglob("*.parquet"))) == 1  # nothing left behind
+
+
+def test_a_delete_by_key_needs_the_values_of_not_null_columns(catalog: Catalog) -> None:
+    schema = pa.schema(
+        [pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string(), nullable=False)]
+    )
+    table = catalog.create_table("db.t", schema, primary_keys=["k"], options={"bucket": "1"})
+    table.append(pa.table({"k": [1, 2], "v": ["a", "b"]}))
+    with pytest.raises(SchemaError, match=r"NOT NULL columns \['v'\]"):  # a -D record stores the whole row
+        table.delete(pa.table({"k": [1]}))
+    table.delete(pa.table({"k": [1], "v": ["a"]}))
+    assert table.to_arrow().to_pylist() == [{"k": 2, "v": "b"}]
 
 
 def test_safe_widening_is_accepted(catalog: Catalog) -> None:

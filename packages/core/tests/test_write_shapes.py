@@ -73,9 +73,7 @@ BUFFERING = {
 }
 
 
-def make_rows(
-    rows: int, seed: int, *, keys: int | None, partitions: int, null_partitions: bool
-) -> pa.Table:
+def make_rows(rows: int, seed: int, *, keys: int | None, partitions: int, null_partitions: bool) -> pa.Table:
     """``rows`` rows in one chunk: keys from ``range(keys)`` (unique with None), ``partitions`` partitions,
     some null values."""
     rng = np.random.default_rng(seed)

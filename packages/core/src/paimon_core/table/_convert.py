@@ -89,14 +89,65 @@ def _conform_column(column: pa.Array | pa.ChunkedArray, field: pa.Field) -> pa.A
             column = column.cast(field.type, safe=True)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
             raise SchemaError(f"column {field.name!r} cannot be stored as {field.type}: {exc}") from None
-    if not field.nullable and column.null_count:
-        raise SchemaError(f"column {field.name!r} is NOT NULL but holds {column.null_count} null values")
     return column
+
+
+def _check_not_null(column: pa.Array, field: pa.Field, name: str) -> None:
+    """Refuse nulls in NOT NULL ``field`` and in the NOT NULL fields nested in it (``name``: its path)."""
+    if not field.nullable and column.null_count:
+        raise SchemaError(f"column {name!r} is NOT NULL but holds {column.null_count} null values")
+    kind = field.type
+    if pa.types.is_struct(kind):
+        present = column.filter(column.is_valid()) if column.null_count else column  # under a null: no value
+        for index, values in enumerate(present.flatten()):
+            child = kind.field(index)
+            _check_not_null(values, child, f"{name}.{child.name}")
+    elif pa.types.is_map(kind):
+        offsets = column.offsets  # of this slice of the maps; ``items`` is every map's
+        start, end = offsets[0].as_py(), offsets[-1].as_py()
+        _check_not_null(column.items.slice(start, end - start), kind.item_field, f"{name}.value")
+    elif _is_list(kind):
+        _check_not_null(column.flatten(), kind.value_field, f"{name}.element")
+
+
+def _is_list(arrow_type: pa.DataType) -> bool:
+    return bool(
+        pa.types.is_list(arrow_type)
+        or pa.types.is_large_list(arrow_type)
+        or pa.types.is_fixed_size_list(arrow_type)
+    )
+
+
+def _child_fields(arrow_type: pa.DataType) -> list[pa.Field]:
+    if pa.types.is_struct(arrow_type):
+        return [arrow_type.field(i) for i in range(arrow_type.num_fields)]
+    if pa.types.is_map(arrow_type):
+        return [arrow_type.item_field]  # keys are never null in Arrow
+    if _is_list(arrow_type):
+        return [arrow_type.value_field]
+    return []
+
+
+def _nested_not_null(arrow_type: pa.DataType) -> bool:
+    """Whether a NOT NULL field lies inside ``arrow_type``."""
+    return any(not f.nullable or _nested_not_null(f.type) for f in _child_fields(arrow_type))
+
+
+def check_not_null(batch: pa.RecordBatch, schema: pa.Schema) -> None:
+    """Raise :class:`SchemaError` when ``batch`` (of ``schema``) holds a null where ``schema`` allows none.
+
+    Arrow does not enforce a field's nullability: data declared with the table's own schema may hold nulls
+    where the table allows none (Parquet would refuse them with a bare ``ArrowInvalid``).
+    """
+    for column, field in zip(batch.columns, schema, strict=True):
+        if (column.null_count and not field.nullable) or _nested_not_null(field.type):
+            _check_not_null(column, field, field.name)
 
 
 def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     """Return ``batch`` with exactly ``schema``'s columns and types, or raise :class:`SchemaError`."""
     if batch.schema.equals(schema, check_metadata=False):
+        check_not_null(batch, schema)
         return batch
     names = batch.schema.names
     if len(set(names)) != len(names):
@@ -110,4 +161,6 @@ def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
             + (f"; unknown columns: {', '.join(extra)}" if extra else "")
         )
     columns = [_conform_column(batch.column(field.name), field) for field in schema]
-    return pa.RecordBatch.from_arrays(columns, schema=schema)
+    conformed = pa.RecordBatch.from_arrays(columns, schema=schema)
+    check_not_null(conformed, schema)
+    return conformed

@@ -643,17 +643,30 @@ class KeyValueTableWrite(TableWrite):
 
 
 def _complete(batch: pa.RecordBatch, schema: pa.Schema, primary_keys: Sequence[str]) -> pa.RecordBatch:
-    """A delete's keys widened to full rows (absent value columns are null)."""
-    missing = [k for k in primary_keys if k not in batch.schema.names]
+    """A delete's keys widened to full rows (absent value columns are null), conformed to ``schema``.
+
+    Raises:
+        SchemaError: a primary-key column is missing or holds nulls, a NOT NULL value column is
+            missing, or a column does not fit the table's schema.
+    """
+    names = batch.schema.names
+    missing = [k for k in primary_keys if k not in names]
     if missing:
         raise SchemaError(f"a delete needs the primary-key columns; {missing} are missing")
-    columns = []
-    for field in schema:
-        if field.name in batch.schema.names:
-            columns.append(batch.column(field.name))
-        else:
-            columns.append(pa.nulls(batch.num_rows, field.type))
-    return pa.RecordBatch.from_arrays(columns, schema=schema.with_metadata(None))
+    for key in primary_keys:
+        nulls = batch.column(key).null_count
+        if nulls:
+            raise SchemaError(
+                f"a delete's primary-key column {key!r} holds {nulls} null values: every key needs a value"
+            )
+    required = [f.name for f in schema if not f.nullable and f.name not in names]
+    if required:
+        raise SchemaError(
+            f"a delete of this table needs the values of its NOT NULL columns {required} (a -D record "
+            "stores the whole row): pass full rows"
+        )
+    columns = [batch.column(f.name) if f.name in names else pa.nulls(batch.num_rows, f.type) for f in schema]
+    return conform_batch(pa.RecordBatch.from_arrays(columns, names=schema.names), schema)
 
 
 @dataclass(frozen=True)
