@@ -151,6 +151,13 @@ class MergeTreeWriter:
         self.buffered.append(records)
         self.buffered_bytes += records.nbytes
 
+    def own(self) -> None:
+        """Copy the buffered records into buffers of their own (they may be slices of a larger input)."""
+        if self.buffered:
+            records = pa.concat_tables(self.buffered)
+            self.buffered = [pa.Table.from_batches([pa.concat_batches(records.to_batches())])]
+            self.buffered_bytes = self.buffered[0].nbytes
+
     def spill(self) -> None:
         """Free the buffer: to a sorted run on local disk when spillable (and the disk has room), else
         into level-0 files."""
@@ -516,8 +523,12 @@ class KeyValueTableWrite(TableWrite):
             if batch.num_rows == 0:
                 continue
             batch = conform_batch(batch, self._arrow_schema)
+            borrowed: set[MergeTreeWriter] = set()
             for piece in pieces(batch, self._memory.piece_bytes):  # never a copy of a whole large input
                 for key, part in self._split(piece):
+                    tree = self._tree_for(*key)
+                    if part is piece and piece.num_rows < batch.num_rows:
+                        borrowed.add(tree)  # buffers a slice of the batch
                     kinds = self._kinds(part, kind)
                     # ignore-delete: dropped before anything sees them, as Java's TableWriteImpl does
                     if self._ignore_delete:
@@ -525,8 +536,10 @@ class KeyValueTableWrite(TableWrite):
                         part, kinds = part.filter(adds), kinds.filter(adds)
                         if part.num_rows == 0:
                             continue
-                    self._tree_for(*key).write(part, kinds)
+                    tree.write(part, kinds)
                 self._bound_memory()
+            for tree in borrowed:
+                tree.own()  # a slice left buffered would keep all of the input batch alive
 
     def delete(self, keys: Any) -> None:
         """Delete the rows with these primary keys (data holding at least the key and partition columns).
