@@ -102,15 +102,14 @@ def expected_rows(kind: Kind, data: pa.Table) -> pa.Table:
 
 def sorted_rows(data: pa.Table) -> list[dict[str, Any]]:
     ordered = data.select(SCHEMA.names).sort_by([(name, "ascending") for name in SCHEMA.names])
-    return ordered.to_pylist()  # type: ignore[no-any-return]
+    rows: list[dict[str, Any]] = ordered.to_pylist()
+    return rows
 
 
 def cut(data: pa.Table, chunk: int) -> list[pa.RecordBatch]:
     """``data`` as batches of ``chunk`` rows (the last one shorter)."""
-    batch = data.combine_chunks().to_batches()[0] if data.num_rows else None
-    if batch is None:
-        return []
-    return [batch.slice(start, chunk) for start in range(0, data.num_rows, chunk)]
+    batches: list[pa.RecordBatch] = data.combine_chunks().to_batches(max_chunksize=chunk)
+    return batches
 
 
 def shaped(data: pa.Table, shape: str, chunk: int) -> Any:
