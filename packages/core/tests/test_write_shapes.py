@@ -2,9 +2,9 @@
 
 A write cuts its input into pieces of an eighth of ``write-buffer-size`` and buffers the rest of that size
 (docs/writing.md#the-path-of-a-batch): the sizes around those bounds, single huge chunks, many tiny ones,
-pandas frames, readers and iterables of batches, one or several ``write`` calls and commits, are checked
-against a model: an append table holds every row written, a primary-key table the last row of each key in
-input order. A small ``write-buffer-size`` keeps sizes around it cheap; one case writes a batch bigger than
+pandas frames, readers, Arrow streams and iterables of batches, one or several ``write`` calls and commits,
+are checked against a model: an append table holds every row written, a primary-key table the last row of
+each key in input order. A small ``write-buffer-size`` keeps sizes around it cheap; one case writes a batch bigger than
 the default piece (32 MB).
 """
 
@@ -125,8 +125,20 @@ def shaped(data: pa.Table, shape: str, chunk: int) -> Any:
         return data.to_pandas(types_mapper=dtypes.get)
     if shape == "reader":
         return pa.RecordBatchReader.from_batches(SCHEMA, cut(data, chunk))
+    if shape == "arrow-stream":  # what polars and duckdb hand over
+        return _ArrowStream(pa.Table.from_batches(cut(data, chunk), schema=SCHEMA))
     assert shape == "iterable"
-    return (batch for batch in cut(data, chunk))
+    return (batch for each in cut(data, chunk) for batch in (each, each.slice(0, 0)))  # empty ones too
+
+
+class _ArrowStream:
+    """Only the Arrow PyCapsule stream interface, as dataframe libraries export it."""
+
+    def __init__(self, data: pa.Table) -> None:
+        self._data = data
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        return self._data.__arrow_c_stream__(requested_schema)
 
 
 @dataclass(frozen=True)
@@ -159,7 +171,9 @@ MAX_BATCHES = 300  # tiny chunks of a large input would make the example slow, n
 @st.composite
 def cases(draw: st.DrawFn) -> Case:
     rows = draw(st.sampled_from(SIZES) | st.integers(1, SIZES[-1]))
-    shape = draw(st.sampled_from(["table", "batch", "chunked-table", "pandas", "reader", "iterable"]))
+    shape = draw(
+        st.sampled_from(["table", "batch", "chunked-table", "pandas", "reader", "arrow-stream", "iterable"])
+    )
     chunk = draw(st.sampled_from([1, 7, *SIZES]))
     return Case(
         rows=rows,
