@@ -17,12 +17,23 @@ Each becomes ``***``. Redaction is for display only: the options themselves keep
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["MASK", "RedactedCause", "Redactor", "is_secret_key", "redact", "redacted_options"]
+__all__ = [
+    "MASK",
+    "RedactedCause",
+    "Redactor",
+    "is_secret_key",
+    "redact",
+    "redacted_option",
+    "redacted_options",
+    "redacted_repr",
+]
 
 MASK = "***"
 
@@ -57,9 +68,9 @@ _SECRET_JSON = re.compile(
     r"\"(?:[^\"\\]|\\.)*\"",
     re.IGNORECASE,
 )
-# The password of a URI's user information: postgresql://user:secret@host/db. Up to the last "@" of the
-# URI: a password written unencoded may hold "/", "?" or "@" itself.
-_URI_PASSWORD = re.compile(r"(://[^:/@\s'\"]*:)[^\s'\"]*@")
+# The password of a URI's user information: postgresql://user:secret@host/db. Up to the first "@": a password
+# written unencoded may hold "/" or "?" (not a port: http://host:9000/x@y holds none).
+_URI_PASSWORD = re.compile(r"(://[^:/@\s'\"]*:)(?!\d+(?:[/?#\s'\"]|$))[^\s'\"@]*@")
 _MIN_SECRET_LENGTH = 6  # shorter values ("anon", "true") are settings, and replacing them garbles messages
 
 
@@ -71,13 +82,27 @@ def is_secret_key(key: str) -> bool:
 def redacted_options(options: Mapping[str, str]) -> dict[str, str]:
     """``options`` for display: secret options' values are ``***``, and the others lose credentials they
     embed (a URI's ``user:secret@``, ``password=``...)."""
-    return {key: _redacted_value(key, str(value)) for key, value in options.items()}
+    return {key: redacted_option(key, str(value)) for key, value in options.items()}
 
 
-def _redacted_value(key: str, value: str) -> str:
+def redacted_option(key: str, value: str) -> str:
+    """One option's value for display (see :func:`redacted_options`)."""
     if is_secret_key(key):
         return MASK if value else value
     return redact(value)
+
+
+def redacted_repr(obj: Any, option_fields: Collection[str]) -> str:
+    """The repr of dataclass ``obj`` with its option mappings (the fields named) redacted."""
+    shown = []
+    for f in dataclasses.fields(obj):
+        if not f.repr:
+            continue
+        value = getattr(obj, f.name)
+        if f.name in option_fields and isinstance(value, Mapping):
+            value = redacted_options(value)
+        shown.append(f"{f.name}={value!r}")
+    return f"{type(obj).__qualname__}({', '.join(shown)})"
 
 
 @dataclass(frozen=True)
