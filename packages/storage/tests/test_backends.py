@@ -8,7 +8,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import pyarrow as pa
 import pytest
@@ -409,8 +409,10 @@ def test_a_lock_never_acquired_publishes_nothing_and_cleans_up(
     catalog = Catalog(f"memory://unreachable-{uuid.uuid4().hex}/wh", storage, {})
     catalog.create_database("db")
     schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
-    keys = {"primary_keys": ["id"], "options": {"bucket": "1"}} if shape == "primary-key" else {}
-    created = catalog.create_table("db.t", schema, **keys)  # type: ignore[arg-type]
+    keys: dict[str, Any] = (
+        {"primary_keys": ["id"], "options": {"bucket": "1"}} if shape == "primary-key" else {}
+    )
+    created = catalog.create_table("db.t", schema, **keys)
     before = _files(storage, created.path)
     table = catalog.get_table(
         "db.t",
