@@ -33,6 +33,7 @@ from paimon_core.errors import (
     CommitStateUnknownError,
     CorruptMetadataError,
     LockAcquisitionError,
+    PaimonError,
     SchemaError,
     SnapshotExpiredError,
 )
@@ -830,11 +831,11 @@ class TableCommit:
 
         try:
             return self._lock.run_with_lock(self.table.path, publish_holding_lock)
-        except LockAcquisitionError:
-            raise
         except Exception as exc:
-            if started:
-                raise  # the publish itself failed: its outcome is unknown
+            if started and isinstance(exc, LockAcquisitionError):  # a plugin's mistake: the publish ran
+                raise PaimonError(f"the commit lock failed after the publish ran: {exc}") from exc
+            if started or isinstance(exc, LockAcquisitionError):
+                raise  # the publish itself failed (an unknown outcome), or the lock was never held
             failure = exc
         # Any other failure of a lock plugin before the publish started: nothing was published either.
         raise self._lock_failed(failure)
