@@ -156,3 +156,20 @@ def test_one_rule_for_texts() -> None:
     assert redact("host=h password='p w' user=u") == "host=h password=*** user=u"
     assert redact('{"private_key": "-----BEGIN\\nabc"}') == '{"private_key": "***"}'
     assert Redactor.of({"jdbc.password": "abcdef1"})("said abcdef1") == "said ***"
+
+
+def test_cli_errors_never_repeat_a_given_credential(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from paimon_core import cli
+    from paimon_core.errors import PaimonError
+
+    secret = "Zq9-cli-s3cr3t"
+
+    def fail(*_args: object, **_kwargs: object) -> None:
+        raise PaimonError(f"the store refused key {secret}")
+
+    monkeypatch.setattr(cli, "_open_table", fail)
+    assert main(["info", "/wh/db.db/t", "--option", f"s3.secret-key={secret}"]) == 1
+    err = capsys.readouterr().err
+    assert "the store refused key ***" in err and secret not in err
