@@ -180,3 +180,50 @@ def test_cli_sort_compact_and_database(
     assert compacted(catalog, "db.u")
     assert main(["compact", warehouse, "--database", "db", "--table", "missing"]) == 1
     assert "error" in capsys.readouterr().err
+
+
+COMPACT_FORMS = {
+    "warehouse first": ["{wh}", "--database", "db", "--table", "t"],
+    "paimon flags": ["--warehouse", "{wh}", "--database", "db", "--table", "t"],
+    "paimon flags, db.t": ["--warehouse", "{wh}", "--table", "db.t"],
+    "warehouse first, db.t": ["{wh}", "--table", "db.t"],
+    "the same warehouse twice": ["{wh}", "--warehouse", "{wh}", "--database", "db", "--table", "t"],
+    "table directory": ["{wh}/db.db/t"],
+    "paimon underscores": ["--warehouse", "{wh}", "--table", "db.t", "--table_conf", "write-only=true"],
+    "table directory, dynamic option": ["{wh}/db.db/t", "--table-conf", "write-only=true"],
+}
+
+
+@pytest.mark.parametrize("form", sorted(COMPACT_FORMS))
+def test_cli_compact_takes_paimons_flags_and_the_table_directory(
+    catalog: Catalog, warehouse: str, capsys: pytest.CaptureFixture[str], form: str
+) -> None:
+    make(catalog, "db.t", appends=4)
+    make(catalog, "db.u", appends=4)
+    arguments = [a.replace("{wh}", warehouse) for a in COMPACT_FORMS[form]]
+    assert main(["compact", *arguments, "--threads", "--no-progress"]) == 0, capsys.readouterr().err
+    assert compacted(catalog, "db.t") and not compacted(catalog, "db.u")
+
+
+def test_cli_compact_database_takes_the_warehouse_flag(catalog: Catalog, warehouse: str) -> None:
+    make(catalog, "db.u", appends=4)
+    arguments = ["--warehouse", warehouse, "--including_tables", r"db\.u", "--threads", "--no-progress"]
+    assert main(["compact-database", *arguments]) == 0
+    assert compacted(catalog, "db.u")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--warehouse", "{wh}"], "which table?"),
+        (["{wh}", "--database", "db"], "which table?"),
+        (["--warehouse", "{wh}", "--table", "t"], "--table 't' needs --database"),
+        (["--database", "db", "--table", "t"], "no warehouse given"),
+        (["{wh}", "--warehouse", "{wh}-other", "--table", "db.t"], "two warehouses given"),
+    ],
+)
+def test_cli_compact_says_what_is_missing(
+    catalog: Catalog, warehouse: str, capsys: pytest.CaptureFixture[str], arguments: list[str], message: str
+) -> None:
+    assert main(["compact", *(a.replace("{wh}", warehouse) for a in arguments)]) == 1
+    assert message in capsys.readouterr().err

@@ -266,3 +266,38 @@ def test_database_compaction_and_the_procedure_take_primary_key_tables(spark: An
     final = catalog.get_table("db.pk")
     assert content(final) == expected
     assert {e.file.level for e in final.live_entries()} == {top}
+
+
+def test_cli_errors_never_repeat_a_given_credential(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from types import SimpleNamespace
+
+    from paimon_core.errors import PaimonError
+    from paimon_spark import cli
+
+    secret = "Zq9-cli-s3cr3t"
+
+    class NoSpark:  # the action fails before any Spark work: no session needed
+        sparkContext = SimpleNamespace(setLogLevel=lambda _level: None)
+
+        def stop(self) -> None:
+            pass
+
+    def fail(*_args: Any, **_kwargs: Any) -> None:
+        raise PaimonError(f"the store refused key {secret}")
+
+    monkeypatch.setattr(cli, "_session", lambda *_args: NoSpark())
+    monkeypatch.setattr(paimon_spark, "compact", fail)
+    arguments = [
+        "compact",
+        "--warehouse",
+        "/wh",
+        "--table",
+        "db.t",
+        "--catalog_conf",
+        f"s3.secret-key={secret}",
+    ]
+    assert cli.main(arguments) == 1
+    err = capsys.readouterr().err
+    assert "the store refused key ***" in err and secret not in err

@@ -134,3 +134,54 @@ def test_streaming_reads_start_where_the_python_stream_starts(spark: Any, wareho
         assert sorted(r.id for r in spark.sql(f"SELECT id FROM {name}").collect()) == python, options
         seen.add(tuple(python))
     assert len(seen) >= 4  # the cases really start at different places
+
+
+@pytest.mark.parametrize("primary_key", [False, True], ids=["append", "primary-key"])
+@pytest.mark.parametrize("path", ["data source mergeSchema", "write() write.merge-schema"])
+def test_merge_schema_fills_the_columns_the_data_lacks_with_nulls(
+    spark: Any, warehouse: str, path: str, primary_key: bool
+) -> None:
+    # As Java Paimon: with mergeSchema a DataFrame may lack table columns (written as nulls) while it adds
+    # new ones; without it, a missing column is refused.
+    import paimon_spark
+
+    catalog = Catalog.open(warehouse)
+    catalog.create_database("db")
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=not primary_key),
+            pa.field("p", pa.string()),
+            pa.field("q", pa.int32()),
+        ]
+    )
+    keys: dict[str, Any] = {"primary_keys": ["id"], "options": {"bucket": "2"}} if primary_key else {}
+    catalog.create_table("db.t", schema, **keys).append(
+        pa.table({"id": [1, 2], "p": ["a", "b"], "q": [10, 20]}, schema=schema)
+    )
+    df = spark.createDataFrame([(2, 2.5), (3, 3.5)], "id bigint, score double")  # lacks p and q
+
+    def save(merge: bool) -> None:
+        if path.startswith("data source"):
+            writer = df.write.format("paimon").option("warehouse", warehouse).mode("append")
+            writer.option("mergeSchema", str(merge).lower()).save("db.t")
+        else:
+            paimon_spark.write(
+                df, "db.t", warehouse=warehouse, options={"write.merge-schema": str(merge).lower()}
+            )
+
+    with pytest.raises(Exception, match=r"score|missing"):
+        save(merge=False)
+    save(merge=True)
+    table = catalog.get_table("db.t")
+    assert table.arrow_schema.names == ["id", "p", "q", "score"]
+    expected = {
+        1: {"id": 1, "p": "a", "q": 10, "score": None},
+        2: {"id": 2, "p": "b", "q": 20, "score": None},
+        3: {"id": 3, "p": None, "q": None, "score": 3.5},
+    }
+    new_two = {"id": 2, "p": None, "q": None, "score": 2.5}
+    rows = sorted(table.to_arrow().to_pylist(), key=lambda r: (r["id"], r["score"] is not None))
+    if primary_key:  # the upsert of key 2 replaces its row, its absent columns null
+        assert rows == [expected[1], new_two, expected[3]]
+    else:
+        assert rows == [expected[1], expected[2], new_two, expected[3]]

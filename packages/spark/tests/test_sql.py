@@ -834,3 +834,17 @@ def test_describe_extended_adds_the_table_details(paimon_sql: Callable[[str], An
     assert details["Primary Key"] == "id,pt" and details["Comment"] == "orders"
     assert details["Location"] == Catalog.open(warehouse).get_table("default.t").path
     assert "bucket=2" in details["Table Properties"]
+
+
+def test_describe_and_show_create_hide_secret_options(paimon_sql: Callable[[str], Any]) -> None:
+    secret = "Zq9-spark-s3cr3t"
+    paimon_sql(
+        "CREATE TABLE s (id INT) TBLPROPERTIES ("
+        f"'jdbc.password' = '{secret}', 'lock.jdbc.uri' = 'jdbc:postgresql://paimon:{secret}@db:5432/locks')"
+    )
+    shown = {
+        statement: str([tuple(r) for r in paimon_sql(statement).collect()])
+        for statement in ("DESCRIBE EXTENDED s", "SHOW CREATE TABLE s", "SELECT * FROM `s$options`")
+    }
+    assert {statement: secret in text for statement, text in shown.items()} == dict.fromkeys(shown, False)
+    assert all("***" in text for text in shown.values())

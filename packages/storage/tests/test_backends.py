@@ -8,13 +8,20 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import pyarrow as pa
 import pytest
 
 from paimon_core import Catalog
-from paimon_core.errors import AtomicCommitUnsupportedError, ConfigError, StorageBackendUnavailable
+from paimon_core.errors import (
+    AtomicCommitUnsupportedError,
+    CommitStateUnknownError,
+    ConfigError,
+    LockAcquisitionError,
+    LockUnavailableError,
+    StorageBackendUnavailable,
+)
 from paimon_core.storage import (
     Capability,
     LockAcquireTimeoutError,
@@ -336,3 +343,118 @@ def test_stores_with_atomic_create_need_no_lock(recording_lock: type[_LockPlugin
     catalog.create_table("db.t", pa.schema([("id", pa.int64())]))
     catalog.get_table("db.t", **{"lock.enabled": "true"}).append(pa.table({"id": [1]}))
     assert recording_lock.locks == []
+
+
+# --- a commit lock that is never acquired publishes nothing and leaves nothing ------------------------------
+
+
+class _FailingLock:
+    """A lock plugin whose service fails before the lock is held, with the error ``fail`` raises."""
+
+    def __init__(self, fail: Callable[[str], Exception]) -> None:
+        self.fail = fail
+
+    def run_with_lock(self, key: str, action: Callable[[], T]) -> T:
+        raise self.fail(key)
+
+
+@pytest.fixture
+def failing_lock() -> Iterator[None]:
+    class Plugin:
+        @hookimpl
+        def paimon_commit_locks(self) -> list[LockSpec]:
+            failures: dict[str, Callable[[str], Exception]] = {
+                "timeout": lambda key: LockAcquireTimeoutError(f"{key} is held elsewhere", key),
+                "refused": lambda _key: ConnectionRefusedError(f"lock service at user:{SECRET}@host refused"),
+                "broken": lambda _key: RuntimeError(f"lock service broke (password={SECRET})"),
+            }
+            return [
+                LockSpec(name, lambda _options, fail=fail: _FailingLock(fail))
+                for name, fail in failures.items()
+            ]
+
+    registry = LockRegistry(create_lock_plugin_manager(plugins=[("failing", Plugin())], entry_points=True))
+    previous = set_default_lock_registry(registry)
+    yield
+    set_default_lock_registry(previous)
+
+
+def _closed_port() -> Iterator[int]:
+    """A local TCP port bound but not listening while the caller uses it: connecting is refused."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    yield from _closed_port()
+
+
+def _files(storage: MemoryBackend, path: str) -> set[str]:
+    return {info.path for info in storage.list_prefix(path)}
+
+
+@pytest.mark.parametrize("lock_type", ["jdbc", "timeout", "refused", "broken"])
+@pytest.mark.parametrize("shape", ["append", "primary-key", "overwrite"])
+def test_a_lock_never_acquired_publishes_nothing_and_cleans_up(
+    failing_lock: None, closed_port: int, lock_type: str, shape: str
+) -> None:
+    class NoAtomicCreate(MemoryBackend):
+        capabilities = frozenset({Capability.LIST})
+
+    storage = NoAtomicCreate()
+    catalog = Catalog(f"memory://unreachable-{uuid.uuid4().hex}/wh", storage, {})
+    catalog.create_database("db")
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    keys: dict[str, Any] = (
+        {"primary_keys": ["id"], "options": {"bucket": "1"}} if shape == "primary-key" else {}
+    )
+    created = catalog.create_table("db.t", schema, **keys)
+    before = _files(storage, created.path)
+    table = catalog.get_table(
+        "db.t",
+        **{
+            "lock.enabled": "true",
+            "lock.type": lock_type,
+            # A real PostgreSQL URI on a port where nothing listens; the password must not show.
+            "lock.jdbc.uri": f"jdbc:postgresql://paimon:{SECRET}@127.0.0.1:{closed_port}/db",
+            "jdbc.password": SECRET,
+        },
+    )
+    data = pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=schema)
+    with pytest.raises(LockAcquisitionError) as caught:
+        if shape == "overwrite":
+            table.overwrite(data)
+        else:
+            table.append(data)
+    error = caught.value
+    assert not isinstance(error, CommitStateUnknownError)
+    assert error.key == table.path
+    assert "nothing was published" in str(error) or lock_type == "timeout"
+    if lock_type == "timeout":
+        assert isinstance(error, TimeoutError)
+    else:
+        assert error.__cause__ is not None  # the lock service's own error, chained
+    for shown in (str(error), repr(error.__cause__), str(error.__cause__)):
+        assert SECRET not in shown
+    assert table.latest_snapshot() is None
+    assert _files(storage, table.path) == before  # no data file, manifest or manifest list left behind
+
+
+def test_an_unreachable_jdbc_lock_names_the_database_and_chains_its_error(closed_port: int) -> None:
+    from paimon_storage.jdbc_lock import JdbcCommitLock
+
+    lock = JdbcCommitLock({"lock.jdbc.uri": f"jdbc:postgresql://paimon:{SECRET}@127.0.0.1:{closed_port}/db"})
+    ran: list[str] = []
+    with pytest.raises(
+        LockUnavailableError,
+        match=rf"cannot connect to postgresql://paimon:\*\*\*@127\.0\.0\.1:{closed_port}/db",
+    ) as caught:
+        lock.run_with_lock("db.t", lambda: ran.append("ran"))
+    assert ran == []
+    assert isinstance(caught.value, ConnectionError)
+    assert type(caught.value.__cause__).__module__.startswith("psycopg")
+    assert SECRET not in str(caught.value)

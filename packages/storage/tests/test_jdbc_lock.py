@@ -7,12 +7,21 @@ import threading
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
-from paimon_core.errors import StorageError
-from paimon_core.storage import LockAcquireTimeoutError, LockRegistry, open_commit_lock
+from paimon_core import Catalog
+from paimon_core.errors import LockUnavailableError
+from paimon_core.redaction import redact
+from paimon_core.storage import (
+    Capability,
+    LockAcquireTimeoutError,
+    LockRegistry,
+    MemoryBackend,
+    open_commit_lock,
+)
 from paimon_storage.emulators import PostgresServer
-from paimon_storage.jdbc_lock import TABLE, JdbcCommitLock, mask_password
+from paimon_storage.jdbc_lock import TABLE, JdbcCommitLock
 from paimon_storage.workload import count_under_lock, die_holding_lock
 
 pytestmark = pytest.mark.integration
@@ -139,9 +148,37 @@ def test_passwords_stay_out_of_errors_and_reprs(postgres: PostgresServer) -> Non
         }
     )
     assert secret not in repr(lock)
-    with pytest.raises(StorageError) as caught:
+    with pytest.raises(LockUnavailableError) as caught:
         lock.run_with_lock("k", lambda: None)
     assert secret not in str(caught.value)
-    assert caught.value.__cause__ is None and caught.value.__suppress_context__
-    assert mask_password("postgresql://u:pw@h/db") == "postgresql://u:***@h/db"
-    assert mask_password("host=h password='p w' user=u") == "host=h password=*** user=u"
+    assert caught.value.__cause__ is not None and secret not in str(caught.value.__cause__)
+    assert redact("postgresql://u:pw@h/db") == "postgresql://u:***@h/db"
+    assert redact("host=h password='p w' user=u") == "host=h password=*** user=u"
+
+
+def test_a_table_commits_under_a_reachable_lock_whose_options_show_no_password(
+    postgres: PostgresServer,
+) -> None:
+    class NoAtomicCreate(MemoryBackend):
+        capabilities = frozenset({Capability.LIST})
+
+    secret = "pg-s3cr3t-value"
+    catalog = Catalog(f"memory://jdbc-{time.monotonic_ns()}/wh", NoAtomicCreate(), {})
+    catalog.create_database("db")
+    uri = postgres.dsn.replace(f"{postgres.user}@", f"{postgres.user}:{secret}@", 1)  # trust: not checked
+    table = catalog.create_table(
+        "db.t",
+        pa.schema([("id", pa.int64())]),
+        options={
+            "lock.enabled": "true",
+            "lock.type": "jdbc",
+            "lock.jdbc.uri": f"jdbc:{uri}",
+            "jdbc.password": secret,
+        },
+    )
+    table.append(pa.table({"id": [1]}))
+    table.append(pa.table({"id": [2]}))
+    assert [s.id for s in table.snapshots()] == [1, 2]  # redaction is for display: the lock still connects
+    options_table = catalog.get_table("db.t$options").to_arrow()
+    shown = [repr(table.options), str(table.options), repr(table.schema), str(options_table.to_pylist())]
+    assert all(secret not in text for text in shown)

@@ -24,6 +24,7 @@ from paimon_core.errors import (
     WarehouseNotFoundError,
 )
 from paimon_core.options import Options
+from paimon_core.redaction import redact
 from paimon_core.schema import SchemaManager, TableSchema
 from paimon_core.schema_change import SchemaChange, apply_changes
 from paimon_core.storage import (
@@ -204,7 +205,7 @@ class Catalog:
         path = self.table_path(identifier)
         self.storage.mkdirs(path)
         SchemaManager(self.storage, path).create(table_schema)
-        logger.info("created table %s at %s", identifier, path)
+        logger.info("created table %s at %s", identifier, redact(path))
         return Table(path, self.storage, table_schema, identifier, self.table_defaults)
 
     @staticmethod
@@ -346,7 +347,7 @@ class Catalog:
         return self.alter_table(identifier, [SchemaChange.set_option(k, v) for k, v in set_options.items()])
 
     def __repr__(self) -> str:
-        return f"Catalog({self.warehouse!r})"
+        return f"Catalog({redact(self.warehouse)!r})"
 
 
 def _open_warehouse(storage: StorageBackend, uri: str, create: bool) -> None:
@@ -357,7 +358,7 @@ def _open_warehouse(storage: StorageBackend, uri: str, create: bool) -> None:
         if not create:
             raise WarehouseNotFoundError(uri, _nearest_sibling(storage, uri)) from None
         storage.mkdirs(uri)
-        logger.info("created warehouse %s", uri)
+        logger.info("created warehouse %s", redact(uri))
         return
     if not info.is_dir:
         raise CatalogError(f"warehouse {uri!r} is a file, not a directory")

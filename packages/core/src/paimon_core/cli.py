@@ -19,9 +19,10 @@ import pyarrow.csv as pa_csv
 
 from paimon_core._cli_write import add_write_command, write_files
 from paimon_core.catalog import check_option_key
-from paimon_core.errors import PaimonError, error_line
+from paimon_core.errors import ConfigError, PaimonError, error_line
 from paimon_core.options import known_option
 from paimon_core.progress import Progress, human_size
+from paimon_core.redaction import Redactor, redact, redacted_options
 from paimon_core.table import SystemTable, Table, open_table, split_system_name
 
 
@@ -32,11 +33,11 @@ def table_info(table: Table, max_snapshots: int = 20) -> dict[str, Any]:
     sizes = [e.file.file_size for e in entries]
     partitions = {e.partition for e in entries}
     return {
-        "path": table.path,
+        "path": redact(table.path),
         "schema_id": table.schema.id,
         "fields": [{"id": f.id, "name": f.name, "type": f.type.to_json()} for f in table.schema.fields],
         "partition_keys": list(table.schema.partition_keys),
-        "options": dict(table.schema.options),
+        "options": redacted_options(table.schema.options),
         "snapshot_count": len(snapshots),
         "snapshots": [
             {
@@ -94,6 +95,12 @@ def _conf(pairs: Sequence[str]) -> dict[str, str]:
     return conf
 
 
+def _given_options(args: argparse.Namespace) -> dict[str, str]:
+    """The well-formed ``key=value`` pairs of a command's ``--option`` and ``--catalog-conf`` flags."""
+    pairs = [*(getattr(args, "option", None) or []), *(getattr(args, "catalog_conf", None) or [])]
+    return {key.strip(): value.strip() for key, sep, value in (p.partition("=") for p in pairs) if sep}
+
+
 def _open_table(uri: str, options: Mapping[str, str]) -> Table:
     """Open a table with ``--option`` pairs taken as ``Catalog.open`` takes its options: every pair goes to the
     storage backend (``s3.endpoint``, credentials...), and Paimon's table options are also dynamic options of
@@ -104,10 +111,12 @@ def _open_table(uri: str, options: Mapping[str, str]) -> Table:
     """
     for key in options:
         check_option_key(key)
-    table_options = {
-        k: v for k, v in options.items() if known_option(k) is not None or k.startswith("fields.")
-    }
-    return open_table(uri, options, **table_options)
+    return open_table(uri, options, **_known_table_options(options))
+
+
+def _known_table_options(options: Mapping[str, str]) -> dict[str, str]:
+    """The pairs of ``options`` that are Paimon table options (dynamic options of the table)."""
+    return {k: v for k, v in options.items() if known_option(k) is not None or k.startswith("fields.")}
 
 
 def _option_parent() -> argparse.ArgumentParser:
@@ -116,6 +125,7 @@ def _option_parent() -> argparse.ArgumentParser:
     parent.add_argument(
         "--option",
         "--catalog-conf",
+        "--catalog_conf",
         dest="option",
         action="append",
         default=[],
@@ -136,8 +146,11 @@ def _progress(args: argparse.Namespace) -> bool | None:
     return False if args.no_progress else None
 
 
-def _add_job_arguments(command: argparse.ArgumentParser) -> None:
-    command.add_argument("warehouse", help="the warehouse URI, e.g. /data/warehouse or s3://bucket/wh")
+def _add_job_arguments(command: argparse.ArgumentParser, location_help: str) -> None:
+    command.add_argument("location", nargs="?", default=None, help=location_help)
+    command.add_argument(
+        "--warehouse", default=None, help="the warehouse URI, as Paimon's actions take it (or give it first)"
+    )
     command.add_argument(
         "--parallelism", type=int, default=None, help="local worker processes (default: CPUs)"
     )
@@ -151,11 +164,19 @@ def _add_compact_commands(commands: Any) -> None:
         help="compact a table (batch: once; streaming: until stopped)",
         parents=[OPTION_PARENT, PROGRESS_PARENT],
     )
-    _add_job_arguments(compact)
-    compact.add_argument("--database", required=True)
-    compact.add_argument("--table", required=True)
+    _add_job_arguments(
+        compact,
+        "the table directory (/data/warehouse/db.db/t), or with --database/--table the warehouse URI",
+    )
+    compact.add_argument("--database", default=None, help="the table's database (or give --table db.t)")
+    compact.add_argument("--table", default=None, help="the table, in --database or as db.t")
     compact.add_argument(
-        "--table-conf", action="append", default=[], metavar="K=V", help="dynamic table option"
+        "--table-conf",
+        "--table_conf",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="dynamic table option",
     )
     compact.add_argument(
         "--partition",
@@ -165,27 +186,72 @@ def _add_compact_commands(commands: Any) -> None:
         help="only this partition (repeatable: any of them); ',' = AND, ';' = OR",
     )
     compact.add_argument("--mode", choices=["batch", "streaming"], default="batch")
-    compact.add_argument("--order-strategy", choices=["order", "zorder"], default=None)
-    compact.add_argument("--order-by", default=None, help="sort columns, e.g. a,b")
+    compact.add_argument("--order-strategy", "--order_strategy", choices=["order", "zorder"], default=None)
+    compact.add_argument("--order-by", "--order_by", default=None, help="sort columns, e.g. a,b")
     database = commands.add_parser(
         "compact-database",
         help="compact the tables of databases chosen by regex",
         parents=[OPTION_PARENT, PROGRESS_PARENT],
     )
-    _add_job_arguments(database)
-    database.add_argument("--including-databases", default=None, help="regex of databases (default all)")
-    database.add_argument("--including-tables", default=None, help="regex of db.table names (default all)")
-    database.add_argument("--excluding-tables", default=None, help="regex of db.table names to skip")
+    _add_job_arguments(database, "the warehouse URI, e.g. /data/warehouse or s3://bucket/wh")
+    database.add_argument(
+        "--including-databases",
+        "--including_databases",
+        default=None,
+        help="regex of databases (default all)",
+    )
+    database.add_argument(
+        "--including-tables", "--including_tables", default=None, help="regex of db.table names (default all)"
+    )
+    database.add_argument(
+        "--excluding-tables", "--excluding_tables", default=None, help="regex of db.table names to skip"
+    )
     database.add_argument("--mode", choices=["divided", "combined"], default="divided")
     database.add_argument("--streaming", action="store_true", help="keep compacting until interrupted")
 
 
-def _run_compact(args: argparse.Namespace) -> None:
+def _warehouse(args: argparse.Namespace) -> str:
+    """The warehouse of a job command: ``--warehouse`` (Paimon's actions) or the first argument."""
+    if args.warehouse is not None and args.location is not None and args.warehouse != args.location:
+        raise ConfigError(
+            f"two warehouses given: --warehouse {args.warehouse!r} and {args.location!r}; give one",
+            "warehouse",
+        )
+    warehouse = args.warehouse if args.warehouse is not None else args.location
+    if warehouse is None:
+        raise ConfigError("no warehouse given: pass it first or as --warehouse", "warehouse")
+    return str(warehouse)
+
+
+def _compact_target(args: argparse.Namespace) -> Table:
+    """The table ``compact`` works on: ``[--warehouse] WH --database D --table T`` (or ``--table D.T``), as
+    Paimon's compact action takes it, or the table directory as the other table commands take it."""
     from paimon_core.catalog import Catalog
+
+    dynamic = _conf(args.table_conf)
+    if args.table is None and args.database is None and args.warehouse is None and args.location is not None:
+        options = _conf(args.option)
+        for key in [*options, *dynamic]:
+            check_option_key(key)
+        return open_table(args.location, options, **{**_known_table_options(options), **dynamic})
+    if args.table is None:
+        raise ConfigError(
+            "which table? give --table (with --database, or as db.t) and the warehouse, or the table directory",
+            "table",
+        )
+    database, table = args.database, args.table
+    if database is None:
+        database, dot, table = args.table.partition(".")
+        if not dot:
+            raise ConfigError(f"--table {args.table!r} needs --database, or give it as db.t", "database")
+    catalog = Catalog.open(_warehouse(args), **_conf(args.option))
+    return catalog.get_table(f"{database}.{table}", **dynamic)
+
+
+def _run_compact(args: argparse.Namespace) -> None:
     from paimon_core.compact import compact_table
 
-    catalog = Catalog.open(args.warehouse, **_conf(args.option))
-    table = catalog.get_table(f"{args.database}.{args.table}", **_conf(args.table_conf))
+    table = _compact_target(args)
     summary = compact_table(
         table,
         partitions=";".join(args.partition) or None,
@@ -204,7 +270,7 @@ def _run_compact_database(args: argparse.Namespace) -> None:
     from paimon_core.catalog import Catalog
     from paimon_core.compact import compact_database
 
-    catalog = Catalog.open(args.warehouse, **_conf(args.option))
+    catalog = Catalog.open(_warehouse(args), **_conf(args.option))
     summaries = compact_database(
         catalog,
         including_databases=args.including_databases,
@@ -405,7 +471,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 _print_info(details)
     except PaimonError as exc:
-        print(f"{PROG}: error: {error_line(exc)}", file=sys.stderr)
+        # The options given (--option s3.secret-key=...) never show, whichever error repeats them.
+        redact_given = Redactor.of(_given_options(args))
+        print(f"{PROG}: error: {redact_given(error_line(exc))}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         # The reader went away (``paimon-py read ... | head``): stop quietly, and keep Python's final flush of

@@ -351,5 +351,27 @@ class CommitHistoryExpiredError(CommitStateUnknownError):
     """
 
 
+class LockAcquisitionError(CommitError):
+    """The commit lock was not acquired, so nothing was published: the commit's files are deleted, and the
+    commit may simply be run again. Not an unknown outcome.
+
+    Attributes:
+        key: the lock's name (the table's path).
+    """
+
+    def __init__(self, message: str, key: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+class LockAcquireTimeoutError(LockAcquisitionError, TimeoutError):
+    """Another writer held the commit lock for longer than ``lock-acquire-timeout``."""
+
+
+class LockUnavailableError(LockAcquisitionError, ConnectionError):
+    """The commit lock's service (the ``lock.type = jdbc`` database...) could not be reached or failed before
+    the lock was held; the service's error is chained as the cause."""
+
+
 class AtomicCommitUnsupportedError(CommitError):
     """The storage backend cannot create a file atomically and exclusively, and no lock is configured."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from paimon_core.errors import ConfigError
+from paimon_core.redaction import Redactor, redacted_option, redacted_options
 
 T = TypeVar("T")
 
@@ -87,10 +88,16 @@ class Option(Generic[T]):
         try:
             value = self.parse(raw)
         except (ValueError, TypeError) as exc:
-            raise ConfigError(f"invalid value {raw!r} for option {self.key!r}: {exc}", self.key) from None
+            shown = redacted_option(self.key, raw)
+            raise ConfigError(
+                f"invalid value {shown!r} for option {self.key!r}: {Redactor.of({self.key: raw})(str(exc))}",
+                self.key,
+            ) from None
         if self.check is not None and value is not None and not self.check(value):
             raise ConfigError(
-                f"invalid value {raw!r} for option {self.key!r}: {self.check_doc or 'out of range'}", self.key
+                f"invalid value {redacted_option(self.key, raw)!r} for option {self.key!r}: "
+                f"{self.check_doc or 'out of range'}",
+                self.key,
             )
         return value
 
@@ -1052,6 +1059,10 @@ class Options(Mapping[str, str]):
     @classmethod
     def of(cls, values: Mapping[str, Any] | None = None) -> Options:
         return cls({str(k): _to_str(v) for k, v in (values or {}).items()})
+
+    def __repr__(self) -> str:
+        # Shown in errors, logs and consoles: credentials never (the values themselves stay intact).
+        return f"Options({redacted_options(self.raw)!r})"
 
     def get_option(self, option: Option[T]) -> T:
         for key in (option.key, *option.fallback_keys):

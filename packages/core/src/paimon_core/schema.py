@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from paimon_core.errors import CorruptMetadataError, SchemaError, TableAlreadyExistsError
+from paimon_core.redaction import redacted_repr
 from paimon_core.snapshot import JsonObjectReader, to_pretty_json
 from paimon_core.types import (
     ArrayType,
@@ -126,6 +127,9 @@ class TableSchema:
                 object.__setattr__(self, name, tuple(value))
         if not isinstance(self.options, dict):
             object.__setattr__(self, "options", dict(self.options))
+
+    def __repr__(self) -> str:
+        return redacted_repr(self, ("options",))
 
     # --- construction -------------------------------------------------------------------------------------
 

@@ -44,6 +44,7 @@ from paimon_core import Catalog
 from paimon_core import options as opts
 from paimon_core.catalog import check_option_key, split_identifier
 from paimon_core.errors import ConfigError
+from paimon_core.redaction import redacted_repr
 from paimon_core.table import Table, open_table, split_system_name
 from paimon_core.tag import TagManager
 
@@ -156,6 +157,9 @@ class SourceConfig:
     merge_schema: bool = False
     read_changelog: bool = False
     overwrite_partition: dict[str, str] | None = None
+
+    def __repr__(self) -> str:
+        return redacted_repr(self, ("table_options", "storage_options"))
 
     @classmethod
     def parse(cls, options: Mapping[str, str], session_conf: Mapping[str, str] | None = None) -> SourceConfig:

@@ -229,10 +229,13 @@ class WriteInput:
     Attributes:
         columns: the DataFrame's columns that hold table data.
         row_kinds: the DataFrame's column of row kinds (``rowkind``, not a table column), or None.
+        missing: the table's columns the DataFrame lacks, written as nulls (``mergeSchema`` only, as Java
+            Paimon fills them).
     """
 
     columns: tuple[str, ...]
     row_kinds: str | None = None
+    missing: tuple[str, ...] = ()
 
 
 def _flatten(messages: Sequence[WriterCommitMessage | None]) -> list[CommitMessage]:
@@ -251,10 +254,13 @@ def _write_task(
 ) -> list[CommitMessage]:
     """One task's batches written into new files; its commit messages (its files deleted on failure)."""
     table = config.open_table()
+    if plan is not None and plan.missing:
+        batches = with_null_columns(batches, table.arrow_schema, plan.missing)
     if table.has_primary_key and plan is not None:
         # Other tasks may write the same buckets: write level-0 files only, the driver compacts (_consolidate).
         writing = table.copy({opts.WRITE_ONLY.key: "true"})
-        return write_kinds(writing, list(plan.columns), _with_kinds(batches, plan), overwrite=overwrite)
+        names = [*plan.columns, *plan.missing]
+        return write_kinds(writing, names, _with_kinds(batches, plan), overwrite=overwrite)
     writer = table.new_write()
     try:
         for batch in batches:
@@ -265,6 +271,16 @@ def _write_task(
         raise
     finally:
         writer.close()
+
+
+def with_null_columns(
+    batches: Iterator[pa.RecordBatch], schema: pa.Schema, names: Sequence[str]
+) -> Iterator[pa.RecordBatch]:
+    """The batches with columns ``names`` of ``schema`` added, all null."""
+    for batch in batches:
+        for name in names:
+            batch = batch.append_column(schema.field(name), pa.nulls(batch.num_rows, schema.field(name).type))
+        yield batch
 
 
 def write_in_place(data: DataFrame, config: SourceConfig) -> list[CommitMessage]:
@@ -384,11 +400,27 @@ def _ensure_table(config: SourceConfig, schema: StructType) -> tuple[Table, Writ
             f"cannot write to {table.identifier}: column {row_kinds!r} holds row kinds, which only a "
             "primary-key table takes (an append table keeps every row as inserted)"
         )
+    missing: tuple[str, ...] = ()
     if config.merge_schema:
         table = _merge_schema(config, table, data_schema)
+        missing = _absent_columns(table, data_schema)
     _check_keys(table, data_schema)
-    _check_fits(table, data_schema)
-    return table, WriteInput(tuple(data_schema.fieldNames()), row_kinds)
+    _check_fits(table, data_schema, missing)
+    return table, WriteInput(tuple(data_schema.fieldNames()), row_kinds, missing)
+
+
+def _absent_columns(table: Table, schema: StructType) -> tuple[str, ...]:
+    """The table's columns the DataFrame lacks: with ``mergeSchema`` they are written as nulls (as Java
+    Paimon does), unless one of them takes no nulls."""
+    given = {n.lower() for n in schema.fieldNames()}
+    absent = [f for f in table.arrow_schema if f.name.lower() not in given]
+    required = [f.name for f in absent if not f.nullable and f.name not in table.schema.primary_keys]
+    if required:
+        raise SchemaError(
+            f"cannot write to {table.identifier}: the data lacks columns {required}, which take no nulls "
+            "(mergeSchema fills absent columns with nulls)"
+        )
+    return tuple(f.name for f in absent)
 
 
 def _row_kind_column(config: SourceConfig, schema: StructType) -> str | None:
@@ -436,15 +468,17 @@ def _merge_schema(config: SourceConfig, table: Table, schema: StructType) -> Tab
     return config.open_table()
 
 
-def _check_fits(table: Table, schema: StructType) -> None:
-    """Fail on the driver, before any task runs, when the data cannot be written to the table."""
-    names = schema.fieldNames()
+def _check_fits(table: Table, schema: StructType, missing: Sequence[str] = ()) -> None:
+    """Fail on the driver, before any task runs, when the data (with the ``missing`` columns filled with
+    nulls) cannot be written to the table."""
+    names = [*schema.fieldNames(), *missing]
     lowered = {n.lower(): n for n in table.field_names}
     if sorted(n.lower() for n in names) == sorted(lowered) and names != table.field_names:
         wrong = [n for n in names if n not in table.field_names]
         if wrong:
             raise SchemaError(f"columns {wrong} differ in case from the table's {table.field_names}")
     empty = pa.RecordBatch.from_pylist([], schema=to_arrow_schema(schema, timezone="UTC"))
+    (empty,) = with_null_columns(iter([empty]), table.arrow_schema, missing)
     try:
         conform_batch(empty, table.arrow_schema)
     except SchemaError as exc:

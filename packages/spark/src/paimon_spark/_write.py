@@ -50,6 +50,7 @@ from paimon_spark._source import (
     write_in_place,
 )
 from paimon_spark._tasks import is_connect
+from paimon_spark._types import to_spark_type
 from paimon_spark._upsert import KIND_COLUMN, kind_column, write_records
 
 __all__ = ["write", "write_stream"]
@@ -225,6 +226,8 @@ def _write_and_commit(
     """Write on the executors, then commit once (an overwrite when ``overwrite``)."""
     named = {n.lower(): n for n in table.field_names}  # the table's spelling of each column
     columns = [F.col(f"`{c}`").alias(named.get(c.lower(), c)) for c in plan.columns]
+    types = {f.name: f.type for f in table.schema.fields}
+    columns += [F.lit(None).cast(to_spark_type(types[c])).alias(c) for c in plan.missing]  # mergeSchema
     if table.has_primary_key:
         kind = kind_column(plan.row_kinds) if plan.row_kinds is not None else F.lit(INSERT).cast("tinyint")
         messages = write_records(

@@ -28,7 +28,10 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from paimon_core.redaction import Redactor
 
 
 def _flag(parser: argparse.ArgumentParser, name: str, **kwargs: Any) -> None:
@@ -37,6 +40,14 @@ def _flag(parser: argparse.ArgumentParser, name: str, **kwargs: Any) -> None:
     if "_" in name:
         spellings.append(f"--{name.replace('_', '-')}")
     parser.add_argument(*spellings, dest=name, **kwargs)
+
+
+def _redactor(args: argparse.Namespace) -> Redactor:
+    """Masks the credentials among the ``key=value`` options given on the command line."""
+    from paimon_core.redaction import Redactor
+
+    pairs = [*(getattr(args, "catalog_conf", None) or []), *(getattr(args, "table_conf", None) or [])]
+    return Redactor.of({k.strip(): v for k, sep, v in (p.partition("=") for p in pairs) if sep})
 
 
 def _conf(pairs: Sequence[str]) -> dict[str, str]:
@@ -246,7 +257,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not summaries:
                 print("no table matched")
     except PaimonError as exc:
-        print(f"paimon-spark: error: {error_line(exc)}", file=sys.stderr)
+        # The options given (--catalog_conf s3.secret-key=...) never show, whichever error repeats them.
+        print(f"paimon-spark: error: {_redactor(args)(error_line(exc))}", file=sys.stderr)
         return 1
     finally:
         spark.stop()

@@ -32,11 +32,12 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from paimon_core import options as opts
-from paimon_core.errors import StorageError
-from paimon_core.storage import LockAcquireTimeoutError, LockSpec, Redactor, hookimpl
+from paimon_core.errors import LockAcquireTimeoutError, LockUnavailableError
+from paimon_core.redaction import Redactor
+from paimon_core.storage import LockSpec, hookimpl
 from paimon_storage._options import install_hint, require
 
-__all__ = ["SPEC", "TABLE", "JdbcCommitLock", "mask_password", "paimon_commit_locks"]
+__all__ = ["SPEC", "TABLE", "JdbcCommitLock", "paimon_commit_locks"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,13 +60,6 @@ RETURNING acquired_at
 """
 _RELEASE = f"DELETE FROM {TABLE} WHERE lock_id = %(key)s AND acquired_at = %(token)s"
 _MIN_SLEEP_S = 0.01
-_MASK_PASSWORDS = Redactor()
-
-
-def mask_password(text: str) -> str:
-    """``text`` with passwords in URIs (``user:secret@``) and ``password=`` parameters replaced by ``***``
-    (by core's :class:`~paimon_core.storage.Redactor`, as in storage errors)."""
-    return _MASK_PASSWORDS(text)
 
 
 def _conninfo(uri: str | None) -> str:
@@ -112,14 +106,16 @@ class JdbcCommitLock:
         digest = hashlib.sha256(key.encode()).hexdigest()
         return (key[: max(0, self.key_max_length - len(digest) - 1)] + "#" + digest)[-self.key_max_length :]
 
-    def _connect(self) -> Any:
-        try:
-            return self._psycopg.connect(self._conninfo, **self._connect_kwargs)
-        except self._psycopg.Error as error:
-            # libpq's messages name host and user, never the password; the URI may hold one: masked.
-            raise StorageError(
-                f"jdbc commit lock: cannot connect to {self._where}: {self._redact(str(error))}"
-            ) from None
+    def _unavailable(self, key: str, doing: str, error: Exception) -> LockUnavailableError:
+        """The error for a database failure before the lock was held; libpq's messages name host and user,
+        never the password, but the URI may hold one: the text and the chained cause are masked."""
+        unavailable = LockUnavailableError(
+            f"jdbc commit lock {key!r}: cannot {doing} {self._where}: {self._redact(str(error))}; "
+            "nothing was published",
+            key,
+        )
+        unavailable.__cause__ = self._redact.cause(error)
+        return unavailable
 
     def _ensure_table(self, conn: Any) -> None:
         if self._table_ready:
@@ -179,10 +175,25 @@ class JdbcCommitLock:
 
         Raises:
             LockAcquireTimeoutError: the lock was not acquired in time (``action`` did not run).
-            StorageError: the database cannot be reached.
+            LockUnavailableError: the database could not be reached, or failed before the lock was held
+                (``action`` did not run; the database's error, masked, is the cause).
         """
-        with self._connect() as conn:
+        try:
+            conn = self._psycopg.connect(self._conninfo, **self._connect_kwargs)
+        except self._psycopg.Error as error:
+            failure = error
+        else:
+            with conn:
+                return self._run_connected(conn, key, action)
+        # Raised outside the handler: the unmasked error must not stay reachable as __context__.
+        raise self._unavailable(key, "connect to", failure)
+
+    def _run_connected(self, conn: Any, key: str, action: Callable[[], T]) -> T:
+        try:
             token = self.acquire(conn, key)
+        except self._psycopg.Error as error:
+            failure = error
+        else:
             try:
                 return action()
             finally:
@@ -191,6 +202,7 @@ class JdbcCommitLock:
                 except self._psycopg.Error as error:
                     # The lease expires by itself; the action's outcome matters more than this error.
                     logger.warning("jdbc commit lock %s: release failed: %s", key, self._redact(str(error)))
+        raise self._unavailable(key, "take the lock in", failure)
 
 
 SPEC = LockSpec(name="jdbc", factory=JdbcCommitLock, install_hint=install_hint("postgres"))

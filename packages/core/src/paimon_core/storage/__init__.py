@@ -21,12 +21,13 @@ lock (``lock.enabled``): see :class:`CommitLock` and the ``paimon.lock`` entry-p
 
 from __future__ import annotations
 
-from paimon_core.storage._errors import ErrorTranslatingBackend, RedactedCause, Redactor, unwrap
+from paimon_core.errors import LockAcquireTimeoutError, LockAcquisitionError, LockUnavailableError
+from paimon_core.redaction import RedactedCause, Redactor
+from paimon_core.storage._errors import ErrorTranslatingBackend, unwrap
 from paimon_core.storage._local import LocalBackend
 from paimon_core.storage._lock import (
     LOCK_ENTRY_POINT_GROUP,
     CommitLock,
-    LockAcquireTimeoutError,
     LockFactory,
     LockHookSpecs,
     LockRegistry,
@@ -81,10 +82,12 @@ __all__ = [
     "FileInfo",
     "LocalBackend",
     "LockAcquireTimeoutError",
+    "LockAcquisitionError",
     "LockFactory",
     "LockHookSpecs",
     "LockRegistry",
     "LockSpec",
+    "LockUnavailableError",
     "MemoryBackend",
     "RedactedCause",
     "Redactor",

@@ -8,11 +8,10 @@ on keep their type through a subclass (a missing file is a :class:`StorageFileNo
 ``FileNotFoundError``), so ``except FileNotFoundError`` and the commit protocol's "``FileExistsError`` means
 nothing was written" hold as before.
 
-Neither the message nor the chained cause shows credentials: values of options whose keys name a secret,
-the SDKs' credential environment variables, signatures in URLs or connection strings (``sig=``,
-``X-Amz-Signature=``, ``AccountKey=``, ``password=``...) and passwords in URIs (``user:secret@``) become
-``***``. A cause whose text held one is replaced by a
-:class:`RedactedCause` carrying its type, its redacted text and its traceback.
+Neither the message nor the chained cause shows credentials (by :mod:`paimon_core.redaction`'s rule:
+values of options whose keys name a secret, the SDKs' credential environment variables, signatures in URLs
+or connection strings, passwords in URIs). A cause whose text held one is replaced by a
+:class:`~paimon_core.redaction.RedactedCause` carrying its type, its redacted text and its traceback.
 
 Streams from ``open_input`` / ``open_output`` are the backend's own; readers translate what they raise while
 reading (``DataFileError``...).
@@ -20,10 +19,7 @@ reading (``DataFileError``...).
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any, BinaryIO, TypeVar
 
 from paimon_core.errors import (
@@ -37,68 +33,13 @@ from paimon_core.errors import (
     StoragePermissionError,
     StorageTimeoutError,
 )
+from paimon_core.redaction import RedactedCause, Redactor
 from paimon_core.storage._paths import shown_path
 from paimon_core.storage._spec import Capability, FileInfo, StorageBackend
 
 __all__ = ["ErrorTranslatingBackend", "RedactedCause", "Redactor", "storage_error", "translated", "unwrap"]
 
 T = TypeVar("T")
-
-# Option keys whose values are credentials: s3.secret-key, s3.access-key, s3.key, fs.s3a.session.token,
-# azure.account-key, azure.sas-token, azure.connection-string, gcs.token, jdbc passwords...
-_SECRET_KEY = re.compile(
-    r"secret|passw|token|credential|access[-._]?key|account[-._]?key|\bsas\b|sas[-._]|signature"
-    r"|connection[-._]?string|private[-._]?key|(^|[._-])key$",
-    re.IGNORECASE,
-)
-_SECRET_ENV = (
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AZURE_STORAGE_KEY",
-    "AZURE_STORAGE_ACCOUNT_KEY",
-    "AZURE_STORAGE_CONNECTION_STRING",
-    "AZURE_STORAGE_SAS_TOKEN",
-    "AZURE_CLIENT_SECRET",
-)
-# Credentials inside texts the SDKs build: signed URLs, connection strings (libpq's quote values with
-# spaces: password = 'p w'), request headers.
-_SECRET_FIELD = re.compile(
-    r"((?:AccountKey|SharedAccessSignature|sig|X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token"
-    r"|Signature|AWSAccessKeyId|Credential|password)\s*=\s*)('[^']*'|[^&;,\s'\"]+)",
-    re.IGNORECASE,
-)
-# The password of a URI's user information: postgresql://user:secret@host/db.
-_URI_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@/\s]*@")
-_MIN_SECRET_LENGTH = 6  # shorter values ("anon", "true") are settings, and replacing them garbles messages
-MASK = "***"
-
-
-@dataclass(frozen=True)
-class Redactor:
-    """Masks credentials in a text: the given secret values, credential fields of URLs and connection
-    strings, and passwords in URIs. ``Redactor()`` masks the latter two only."""
-
-    secrets: tuple[str, ...] = ()
-
-    @classmethod
-    def of(cls, options: Mapping[str, str]) -> Redactor:
-        """The credentials among ``options`` (by key) and in the SDKs' environment variables."""
-        found = {v for k, v in options.items() if _SECRET_KEY.search(k)}
-        found |= {os.environ.get(name, "") for name in _SECRET_ENV}
-        return cls(tuple(sorted((s for s in found if len(s) >= _MIN_SECRET_LENGTH), key=len, reverse=True)))
-
-    def __call__(self, text: str) -> str:
-        for secret in self.secrets:
-            text = text.replace(secret, MASK)
-        text = _SECRET_FIELD.sub(lambda m: m.group(1) + MASK, text)
-        return _URI_PASSWORD.sub(lambda m: m.group(1) + MASK + "@", text)
-
-
-class RedactedCause(Exception):
-    """Stands in for a storage failure whose text held credentials: its type name and redacted text, and
-    its traceback."""
-
 
 # The builtins core and callers catch, and the Paimon error of each (the first match wins: order matters).
 _TRANSLATIONS: tuple[tuple[type[OSError], type[StorageError]], ...] = (
@@ -118,7 +59,7 @@ def storage_error(cause: Exception, what: str, path: str, redact: Redactor) -> S
     (a partition value too long for a file name) by its ends."""
     described = _describe(cause, path)
     error = _kind(cause)(f"{what} {shown_path(path)}: {redact(described)}", path)
-    error.__cause__ = _safe_cause(cause, redact)
+    error.__cause__ = redact.cause(cause)
     return error
 
 
@@ -153,18 +94,6 @@ def _kind(cause: Exception) -> type[StorageError]:
     if kind is StorageError and status in (401, 403):
         return StoragePermissionError
     return kind
-
-
-def _safe_cause(cause: BaseException, redact: Redactor) -> BaseException:
-    chain: list[BaseException] = []
-    link: BaseException | None = cause
-    while link is not None and link not in chain:
-        chain.append(link)
-        link = link.__cause__ or link.__context__
-    if all(redact(str(link)) == str(link) for link in chain):
-        return cause
-    name = f"{type(cause).__module__}.{type(cause).__qualname__}"
-    return RedactedCause(f"{name}: {redact(str(cause))}").with_traceback(cause.__traceback__)
 
 
 class ErrorTranslatingBackend:

@@ -16,7 +16,10 @@ group; ``lock.type`` picks one by name (``jdbc`` is PostgreSQL, in ``paimon-stor
 
 A lock's ``run_with_lock(key, action)`` runs ``action`` while holding the lock named ``key`` (the table's
 path). Failing to acquire within ``lock-acquire-timeout`` raises :class:`LockAcquireTimeoutError`, before
-``action`` ran.
+``action`` ran; a lock service that cannot be reached raises
+:class:`~paimon_core.errors.LockUnavailableError` with its own error chained. Both are
+:class:`~paimon_core.errors.LockAcquisitionError`: nothing was published (core also classifies any other
+failure raised before ``action`` started as one).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 import pluggy
 
 from paimon_core import options as opts
-from paimon_core.errors import CommitError, ConfigError, StorageError
+from paimon_core.errors import ConfigError, StorageError
 from paimon_core.storage._registry import blocklist_from_env
 from paimon_core.storage._spec import PROJECT_NAME, hookspec
 
@@ -43,14 +46,6 @@ LOCK_ENTRY_POINT_GROUP = "paimon.lock"
 """The entry-point group that commit-lock plugins are discovered from."""
 
 
-class LockAcquireTimeoutError(CommitError, TimeoutError):
-    """A commit lock was not acquired in time; nothing was published."""
-
-    def __init__(self, message: str, key: str) -> None:
-        super().__init__(message)
-        self.key = key
-
-
 @runtime_checkable
 class CommitLock(Protocol):
     """A lock shared by every writer of a table, in any process on any machine."""
@@ -60,7 +55,8 @@ class CommitLock(Protocol):
 
         Raises:
             LockAcquireTimeoutError: the lock was not acquired within the configured timeout.
-            Exception: whatever ``action`` raises, or an error of the lock service.
+            LockUnavailableError: the lock service could not be reached (its error chained).
+            Exception: whatever ``action`` raises.
         """
         ...
 

@@ -209,7 +209,9 @@ class StorageRegistry:
         backend = ErrorTranslatingBackend(
             self._wrap(self._build(spec, uri, options), spec, options), spec.name, options
         )
-        logger.debug("storage backend %s for %s: %r", spec.name, uri, backend)
+        if logger.isEnabledFor(logging.DEBUG):
+            redact = Redactor.of(options)
+            logger.debug("storage backend %s for %s: %s", spec.name, redact(uri), redact(repr(backend)))
         with self._lock:
             return self._cache.setdefault(key, backend)
 

@@ -32,6 +32,8 @@ from paimon_core.errors import (
     CommitRetriesExhaustedError,
     CommitStateUnknownError,
     CorruptMetadataError,
+    LockAcquisitionError,
+    PaimonError,
     SchemaError,
     SnapshotExpiredError,
 )
@@ -51,8 +53,9 @@ from paimon_core.manifest import (
     write_manifest_list,
     write_manifests,
 )
+from paimon_core.redaction import Redactor
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
-from paimon_core.storage import Capability, CommitLock, LockAcquireTimeoutError, join_path, open_commit_lock
+from paimon_core.storage import Capability, CommitLock, join_path, open_commit_lock
 from paimon_core.table._chain import follows_chain
 from paimon_core.table._compacted_changelog import real_changelog_path
 from paimon_core.table._history import OwnCommits
@@ -271,7 +274,7 @@ class TableCommit:
         )
         try:
             return self._commit_with_retry(CommitKind.COMPACT, lambda _latest: attempt, commit_identifier)
-        except (CommitConflictError, CommitRetriesExhaustedError) as exc:
+        except (CommitConflictError, CommitRetriesExhaustedError, LockAcquisitionError) as exc:
             if not data_landed:
                 raise  # a compaction alone: its job re-plans
             logger.info("inline compaction of %s lost a race: %s", self.table.identifier, exc)
@@ -639,6 +642,11 @@ class TableCommit:
         except (CommitConflictError, SchemaError, CommitFilesError, CommitIdentifierError):
             self._delete_unused(written)
             raise
+        except LockAcquisitionError as exc:
+            if unknown:  # an earlier attempt of this call may have landed
+                raise self._unknown_outcome(identifier, attempt_no, exc) from exc
+            self._delete_unused(written)
+            raise
         except CommitError:
             raise
         except Exception as exc:
@@ -712,7 +720,7 @@ class TableCommit:
             return None
         try:
             created = self._publish(snapshot)
-        except LockAcquireTimeoutError:
+        except LockAcquisitionError:
             raise  # nothing was published: the outcome is known
         except Exception as exc:  # anything but "exists": the store may hold the snapshot or not
             logger.warning("publishing snapshot %s had an unknown outcome: %s", snapshot.id, exc)
@@ -814,7 +822,33 @@ class TableCommit:
         publish = self.table.snapshot_manager.try_publish
         if self._lock is None:
             return publish(snapshot)
-        return self._lock.run_with_lock(self.table.path, lambda: publish(snapshot))
+        started = False
+
+        def publish_holding_lock() -> bool:
+            nonlocal started
+            started = True
+            return publish(snapshot)
+
+        try:
+            return self._lock.run_with_lock(self.table.path, publish_holding_lock)
+        except Exception as exc:
+            if started and isinstance(exc, LockAcquisitionError):  # a plugin's mistake: the publish ran
+                raise PaimonError(f"the commit lock failed after the publish ran: {exc}") from exc
+            if started or isinstance(exc, LockAcquisitionError):
+                raise  # the publish itself failed (an unknown outcome), or the lock was never held
+            failure = exc
+        # Any other failure of a lock plugin before the publish started: nothing was published either.
+        raise self._lock_failed(failure)
+
+    def _lock_failed(self, cause: Exception) -> LockAcquisitionError:
+        redact = Redactor.of(self.table.options)
+        error = LockAcquisitionError(
+            f"commit lock of {self.table.path} not acquired: {redact(f'{type(cause).__name__}: {cause}')}; "
+            "nothing was published",
+            self.table.path,
+        )
+        error.__cause__ = redact.cause(cause)
+        return error
 
     def _unknown_outcome(
         self, identifier: int, attempts: int, cause: BaseException

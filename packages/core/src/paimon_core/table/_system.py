@@ -21,6 +21,7 @@ from paimon_core.consumer import ConsumerManager
 from paimon_core.errors import ConfigError, ReadOnlyTableError, SchemaError
 from paimon_core.manifest import FileSource, read_manifest_list
 from paimon_core.predicate import FilterLike, parse_filter
+from paimon_core.redaction import redacted_options
 from paimon_core.schema import TableSchema
 from paimon_core.stats import decode_stats
 from paimon_core.table._scan import TableScan
@@ -317,14 +318,14 @@ def _schemas(table: Table) -> Iterator[dict[str, Any]]:
             "fields": _compact_json([f.to_json() for f in schema.fields]),
             "partition_keys": _compact_json(list(schema.partition_keys)),
             "primary_keys": _compact_json(list(schema.primary_keys)),
-            "options": _compact_json(dict(schema.options)),
+            "options": _compact_json(redacted_options(schema.options)),
             "comment": schema.comment,
             "update_time": _local(schema.time_millis),
         }
 
 
 def _options(table: Table) -> Iterator[dict[str, Any]]:
-    for key, value in sorted(table.schema.options.items()):
+    for key, value in sorted(redacted_options(table.schema.options).items()):
         yield {"key": key, "value": value}
 
 

@@ -18,6 +18,7 @@ from paimon_core.errors import (
     CommitConflictError,
     CommitRetriesExhaustedError,
     ConfigError,
+    LockAcquisitionError,
     SchemaError,
     TableNotFoundError,
 )
@@ -59,6 +60,7 @@ _COMMIT_NEVER_LANDED = (
     CommitConflictError,
     CommitRetriesExhaustedError,
     AtomicCommitUnsupportedError,
+    LockAcquisitionError,
 )
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from paimon_core import Catalog
 from paimon_core.errors import ConfigError
+from paimon_core.redaction import redacted_repr
 from paimon_core.table import split_system_name
 
 if TYPE_CHECKING:
@@ -57,6 +58,9 @@ class CatalogConf:
     warehouse: str
     options: dict[str, str] = field(default_factory=dict)
     table_defaults: dict[str, str] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return redacted_repr(self, ("options", "table_defaults"))
 
     def open(self, *, create: bool = False) -> Catalog:
         """The catalog; ``create`` makes a missing warehouse (for DDL that adds to it)."""

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from sqlglot.tokenizer_core import TokenType
 
 from paimon_core.errors import DatabaseNotFoundError
+from paimon_core.redaction import redact, redacted_options
 from paimon_core.table import Table
 from paimon_core.tag import TagManager
 from paimon_spark._sql._context import Context
@@ -198,7 +199,7 @@ def _show_create(ctx: Context, cursor: Cursor, name: PaimonName, table: Table) -
         text += f"PARTITIONED BY ({', '.join(schema.partition_keys)})\n"
     if schema.comment:
         text += "COMMENT '" + schema.comment.replace("'", "\\'") + "'\n"
-    properties = dict(schema.options)
+    properties = redacted_options(schema.options)
     if schema.primary_keys:
         properties = {"primary-key": ",".join(schema.primary_keys), **properties}
     if properties:
@@ -234,7 +235,7 @@ def _details(
     name: PaimonName, table: Table, catalog: CatalogConf | None
 ) -> list[tuple[str, str, str | None]]:
     schema = table.schema
-    options = ", ".join(f"{k}={v}" for k, v in sorted(schema.options.items()))
+    options = ", ".join(f"{k}={v}" for k, v in sorted(redacted_options(schema.options).items()))
     rows: list[tuple[str, str, str | None]] = [
         ("", "", ""),
         ("# Detailed Table Information", "", ""),
@@ -243,7 +244,7 @@ def _details(
         ("Table", name.table, ""),
         ("Type", "MANAGED", ""),
         ("Provider", "paimon", ""),
-        ("Location", table.path, ""),
+        ("Location", redact(table.path), ""),
         ("Primary Key", ",".join(schema.primary_keys), ""),
         ("Table Properties", f"[{options}]", ""),
     ]
