@@ -35,6 +35,7 @@ import pytest
 
 from paimon_core import Catalog
 from paimon_core.compact import compact_table
+from paimon_core.errors import CommitConflictError
 from paimon_core.maintenance import (
     create_tag,
     delete_tag,
@@ -312,3 +313,91 @@ def test_crash_at_counts_every_write_and_then_fails_every_call(tmp_path: Path) -
     assert crash.crashed and crash.calls == 2
     with pytest.raises(SimulatedCrash):
         faulty.snapshot_manager.latest_id()
+
+
+# --- point 7: a rollback to an expired tag that dies midway ---------------------------------------------------
+
+
+def _simple_table(warehouse: Path, **options: str) -> Table:
+    catalog = Catalog.open(str(warehouse), create=True)
+    catalog.create_database("db")
+    table = catalog.create_table("db.t", SCHEMA, options={"write-only": "true", **options})
+    for i in range(3):
+        table.append(pa.table({"p": ["a"], "id": [i], "v": [i]}, schema=SCHEMA))
+    return table
+
+
+@pytest.mark.parametrize("crash_before", [1, 2, 3])
+def test_a_rollback_to_an_expired_tag_that_dies_keeps_the_table_and_every_later_commit(
+    tmp_path: Path, crash_before: int
+) -> None:
+    table = _simple_table(tmp_path)
+    create_tag(table, "first", 1)
+    expire_snapshots(table, retain_max=1, retain_min=1, older_than=FAR_FUTURE)
+    assert [s.id for s in table.snapshots()] == [3]
+    crash = CrashAt(crash_before)
+    faulty = Table(table.path, crash.storage(table.storage), table.schema, table.identifier)
+    with pytest.raises(SimulatedCrash):
+        rollback_to(faulty, tag="first")
+    # Not an empty table: it reads snapshot 3 (the restored snapshot 1 is written first), or snapshot 1.
+    assert sorted(read(table)) in ([("a", 0, 0), ("a", 1, 1), ("a", 2, 2)], [("a", 0, 0)])
+    landed = table.append(pa.table({"p": ["a"], "id": [7], "v": [7]}, schema=SCHEMA))
+    assert landed is not None and landed > 1  # history does not start again at snapshot 1
+    assert ("a", 7, 7) in read(table)
+    rollback_to(table, tag="first")
+    assert read(table) == [("a", 0, 0)] and [s.id for s in table.snapshots()] == [1]
+    assert table.snapshot_manager.earliest_id() == 1
+    # the next commit builds on the restored snapshot, and a second rollback only removes what came after it
+    assert table.append(pa.table({"p": ["a"], "id": [8], "v": [8]}, schema=SCHEMA)) == 2
+    rollback_to(table, tag="first")
+    assert read(table) == [("a", 0, 0)]
+    assert table.append(pa.table({"p": ["a"], "id": [9], "v": [9]}, schema=SCHEMA)) == 2
+    assert read(table) == [("a", 0, 0), ("a", 9, 9)]
+
+
+@pytest.mark.parametrize("commits", [0, 4])
+def test_writers_see_the_old_latest_or_the_target_while_a_rollback_runs(tmp_path: Path, commits: int) -> None:
+    """Before every write or delete of a rollback, another handle reads the table (and, the first
+    ``commits`` times, commits): it reads the latest snapshot as it was (with its own commits) or the
+    target, never a snapshot in between; its commits land on what it read; and when the rollback is done,
+    the table is the target, with no snapshot above a hole (the commits that raced it are rolled back)."""
+    table = _simple_table(tmp_path)
+    for i in range(3, 6):
+        table.append(pa.table({"p": ["a"], "id": [i], "v": [i]}, schema=SCHEMA))
+    old_latest, target = read(table), read(table, 2)
+    other = Catalog.open(str(tmp_path)).get_table("db.t")
+    seen: list[Rows] = []
+    committed: list[tuple[Any, ...]] = []
+
+    def meanwhile() -> None:
+        rows = read(other)
+        seen.append(rows)
+        if len(committed) < commits:
+            row = ("a", 100 + len(committed), 0)
+            other.append(pa.table({"p": [row[0]], "id": [row[1]], "v": [row[2]]}, schema=SCHEMA))
+            committed.append(row)
+            assert read(other) == sorted([*rows, row])
+
+    plan = FaultPlan([FaultRule(Fault.CALLBACK, ops={"delete", "write_bytes"}, callback=meanwhile)])
+    rollback_to(Table(table.path, FaultyStorage(table.storage, plan), table.schema), snapshot_id=2)
+    assert len(seen) > commits
+    for rows in seen:
+        assert rows == target or [r for r in rows if r not in committed] == old_latest, rows
+    assert read(table) == target
+    assert [s.id for s in table.snapshots()] == [1, 2]
+
+
+def test_a_rollback_that_writers_keep_outrunning_says_so(tmp_path: Path) -> None:
+    table = _simple_table(tmp_path)
+    other = Catalog.open(str(tmp_path)).get_table("db.t")
+    ids = itertools.count(100)
+
+    def meanwhile() -> None:
+        other.append(pa.table({"p": ["a"], "id": [next(ids)], "v": [0]}, schema=SCHEMA))
+
+    plan = FaultPlan([FaultRule(Fault.CALLBACK, ops={"delete"}, callback=meanwhile)])
+    with pytest.raises(CommitConflictError, match="commits kept landing"):
+        rollback_to(Table(table.path, FaultyStorage(table.storage, plan), table.schema), snapshot_id=1)
+    assert len(read(table)) > 1  # it reads the newest commit, whole
+    rollback_to(table, snapshot_id=1)  # with nobody writing, it finishes
+    assert read(table) == [("a", 0, 0)]

@@ -7,7 +7,13 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from paimon_core.errors import ConfigError, SnapshotNotFoundError, StorageError, TagNotFoundError
+from paimon_core.errors import (
+    CommitConflictError,
+    ConfigError,
+    SnapshotNotFoundError,
+    StorageError,
+    TagNotFoundError,
+)
 from paimon_core.maintenance._expire import clean_after_last_tag
 from paimon_core.options import parse_duration_ms
 from paimon_core.snapshot import EARLIEST_HINT, Snapshot
@@ -88,6 +94,7 @@ def rollback_to(table: Table, snapshot_id: int | None = None, tag: str | None = 
         ConfigError: neither or both of ``snapshot_id`` and ``tag``.
         SnapshotNotFoundError / TagNotFoundError: the target does not exist.
         StorageError: the restored snapshot or the EARLIEST hint could not be written (nothing was deleted).
+        CommitConflictError: commits kept landing while it ran (run it again when no one writes).
     """
     if (snapshot_id is None) == (tag is None):
         raise ConfigError("rollback_to needs exactly one of snapshot_id and tag")
@@ -147,7 +154,10 @@ def _delete_newer_snapshots(table: Table, target: int) -> None:
     (ids above ``target`` that are already gone are a hole below the latest, which nothing reads), and
     when it goes they see ``target``. A commit that lands on the latest snapshot meanwhile is found by the
     next listing and rolled back with the others (its committer may already have reported it), so no
-    snapshot is ever left on top of a hole.
+    snapshot is left on top of a hole.
+
+    Raises:
+        CommitConflictError: commits kept landing through every sweep (the table reads the newest).
     """
     sm = table.snapshot_manager
     for _ in range(_ROLLBACK_SWEEPS):
@@ -157,3 +167,11 @@ def _delete_newer_snapshots(table: Table, target: int) -> None:
         for newer in doomed:
             with contextlib.suppress(FileNotFoundError):
                 table.storage.delete(sm.snapshot_path(newer))
+    left = [i for i in sm.list_ids() if i > target]
+    if left:
+        raise CommitConflictError(
+            f"rollback of {table.identifier} to snapshot {target} gave up: commits kept landing while it "
+            f"deleted the newer snapshots (snapshots {left[0]}..{left[-1]} are there, the table reads "
+            f"{left[-1]}); run it again when no one writes to the table",
+            winning_snapshot_id=left[-1],
+        )
