@@ -401,3 +401,36 @@ def test_a_rollback_that_writers_keep_outrunning_says_so(tmp_path: Path) -> None
     assert len(read(table)) > 1  # it reads the newest commit, whole
     rollback_to(table, snapshot_id=1)  # with nobody writing, it finishes
     assert read(table) == [("a", 0, 0)]
+
+
+# --- point 8: hints that name the wrong snapshot --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("hint", "text"),
+    [("EARLIEST", "11"), ("EARLIEST", "-3"), ("LATEST", "11"), ("LATEST", "1"), ("EARLIEST", "x"), ("LATEST", "")],
+)
+def test_a_wrong_hint_never_blocks_writers_and_maintenance_repairs_it(tmp_path: Path, hint: str, text: str) -> None:
+    """A hint above the latest snapshot, naming a missing id, or holding garbage (a crashed rollback of
+    before, or a hand edit) makes no commit impossible: appends, compaction and expiration work, nothing is
+    expired beyond the retention, and expiration puts a stale EARLIEST right."""
+    table = _simple_table(tmp_path, **{"commit.max-retries": "2", "compaction.min.file-num": "2"})
+    sm = table.snapshot_manager
+    Path(sm.hint_path(hint)).write_text(text)
+    assert table.append(pa.table({"p": ["a"], "id": [3], "v": [3]}, schema=SCHEMA)) == 4
+    compact_table(table, progress=False)
+    assert [s.id for s in table.snapshots()] == [1, 2, 3, 4, 5]
+    assert expire_snapshots(table, retain_min=3, retain_max=3, older_than=FAR_FUTURE) == 2
+    assert [s.id for s in table.snapshots()] == [3, 4, 5]
+    assert sm.earliest_hint() == 3 and Path(sm.hint_path("EARLIEST")).read_text() == "3"
+    assert table.append(pa.table({"p": ["a"], "id": [4], "v": [4]}, schema=SCHEMA)) == 6
+    assert read(table) == [("a", i, i) for i in range(5)]
+
+
+def test_expiration_rewrites_an_earliest_hint_above_every_snapshot(tmp_path: Path) -> None:
+    table = _simple_table(tmp_path)
+    sm = table.snapshot_manager
+    Path(sm.hint_path("EARLIEST")).write_text("9")
+    assert sm.earliest_id() == 1 and sm.earliest_hint() is None
+    assert expire_snapshots(table) == 0  # nothing is old enough; the hint is put right anyway
+    assert Path(sm.hint_path("EARLIEST")).read_text() == "1"
