@@ -63,7 +63,9 @@ def reach(table: Table, snapshots: Iterable[Snapshot]) -> Reach:
     found.metadata.update(changelogs)
     manifests = sorted({name for names in per_snapshot for name in names})
     with ThreadPoolExecutor(max_workers=8) as pool:
-        entries = list(pool.map(lambda m: read_manifest_file(table.storage, table.manifest_path(m)), manifests))
+        entries = list(
+            pool.map(lambda m: read_manifest_file(table.storage, table.manifest_path(m)), manifests)
+        )
         changelog_entries = list(pool.map(lambda m: _changelog_manifest(table, m), sorted(changelogs)))
     found.data.update(_paths(table, [e for chunk in [*entries, *changelog_entries] for e in chunk]))
     return found
