@@ -282,6 +282,9 @@ def test_a_crash_at_every_storage_call_leaves_a_readable_table_and_the_operation
             assert observe(table) == after, where
         latest = _commit_and_check(table, history, where)
         op.run(table)  # again: completes
+        sm = table.snapshot_manager
+        left_below = [i for i in sm.list_ids() if i < (sm.earliest_id() or 0)]
+        assert not left_below, f"{where}: snapshot files {left_below} left below EARLIEST after running again"
         if op.rollback_target is not None:
             assert read(table) == history.rows[op.rollback_target], where
             latest = _commit_and_check(table, history, where)
