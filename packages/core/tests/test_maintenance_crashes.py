@@ -445,3 +445,16 @@ def test_expiration_rewrites_an_earliest_hint_above_every_snapshot(tmp_path: Pat
     assert sm.earliest_id() == 1 and sm.earliest_hint() is None
     assert expire_snapshots(table) == 0  # nothing is old enough; the hint is put right anyway
     assert Path(sm.hint_path("EARLIEST")).read_text() == "1"
+
+
+def test_expiration_run_again_finishes_what_a_dead_run_left_below_earliest(tmp_path: Path) -> None:
+    table = _simple_table(tmp_path)
+    crash = CrashAt(2)  # EARLIEST is written, then the process dies before its first delete
+    faulty = Table(table.path, crash.storage(table.storage), table.schema, table.identifier)
+    with pytest.raises(SimulatedCrash):
+        expire_snapshots(faulty, retain_min=1, retain_max=1, older_than=FAR_FUTURE)
+    sm = table.snapshot_manager
+    assert sm.earliest_id() == 3 and sm.list_ids() == [1, 2, 3]
+    assert expire_snapshots(table, retain_min=1, retain_max=1, older_than=FAR_FUTURE) == 0
+    assert sm.list_ids() == [3]
+    assert read(table) == [("a", 0, 0), ("a", 1, 1), ("a", 2, 2)]
