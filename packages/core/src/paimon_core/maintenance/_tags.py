@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from paimon_core.errors import (
     CommitConflictError,
     ConfigError,
+    SnapshotExpiredError,
     SnapshotNotFoundError,
     StorageError,
     TagNotFoundError,
@@ -92,7 +93,8 @@ def rollback_to(table: Table, snapshot_id: int | None = None, tag: str | None = 
 
     Raises:
         ConfigError: neither or both of ``snapshot_id`` and ``tag``.
-        SnapshotNotFoundError / TagNotFoundError: the target does not exist.
+        SnapshotNotFoundError / TagNotFoundError: the target does not exist (``SnapshotExpiredError``: it
+            expired, even if an expiration that died left its file).
         StorageError: the restored snapshot or the EARLIEST hint could not be written (nothing was deleted).
         CommitConflictError: commits kept landing while it ran (run it again when no one writes).
     """
@@ -105,6 +107,10 @@ def rollback_to(table: Table, snapshot_id: int | None = None, tag: str | None = 
     else:
         assert snapshot_id is not None
         target = sm.snapshot(snapshot_id)
+        earliest = sm.earliest_id()
+        if earliest is not None and target.id < earliest:
+            # a file an expiration that died left below EARLIEST: its data files may be gone already
+            raise SnapshotExpiredError(target.id, earliest)
     latest = sm.latest_id()
     if latest is None or target.id > latest:
         raise SnapshotNotFoundError(target.id, f"snapshot {target.id} is newer than the latest ({latest})")
