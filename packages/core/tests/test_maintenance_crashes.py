@@ -357,16 +357,23 @@ def test_a_rollback_to_an_expired_tag_that_dies_keeps_the_table_and_every_later_
     assert read(table) == [("a", 0, 0), ("a", 9, 9)]
 
 
+@pytest.mark.parametrize("expired_tag", [False, True])
 @pytest.mark.parametrize("commits", [0, 4])
-def test_writers_see_the_old_latest_or_the_target_while_a_rollback_runs(tmp_path: Path, commits: int) -> None:
-    """Before every write or delete of a rollback, another handle reads the table (and, the first
-    ``commits`` times, commits): it reads the latest snapshot as it was (with its own commits) or the
-    target, never a snapshot in between; its commits land on what it read; and when the rollback is done,
-    the table is the target, with no snapshot above a hole (the commits that raced it are rolled back)."""
+def test_writers_see_the_old_latest_or_the_target_while_a_rollback_runs(
+    tmp_path: Path, commits: int, expired_tag: bool
+) -> None:
+    """Before every write or delete of a rollback (to snapshot 2, or to a tag on it after it expired),
+    another handle reads the table (and, the first ``commits`` times, commits): it reads the latest
+    snapshot as it was (with its own commits) or the target, never a snapshot in between; its commits land
+    on what it read; and when the rollback is done, the table is the target, with no snapshot above a hole
+    (the commits that raced it are rolled back)."""
     table = _simple_table(tmp_path)
     for i in range(3, 6):
         table.append(pa.table({"p": ["a"], "id": [i], "v": [i]}, schema=SCHEMA))
     old_latest, target = read(table), read(table, 2)
+    if expired_tag:
+        create_tag(table, "two", 2)
+        expire_snapshots(table, retain_min=2, retain_max=2, older_than=FAR_FUTURE)
     other = Catalog.open(str(tmp_path)).get_table("db.t")
     seen: list[Rows] = []
     committed: list[tuple[Any, ...]] = []
@@ -381,12 +388,16 @@ def test_writers_see_the_old_latest_or_the_target_while_a_rollback_runs(tmp_path
             assert read(other) == sorted([*rows, row])
 
     plan = FaultPlan([FaultRule(Fault.CALLBACK, ops={"delete", "write_bytes"}, callback=meanwhile)])
-    rollback_to(Table(table.path, FaultyStorage(table.storage, plan), table.schema), snapshot_id=2)
+    faulty = Table(table.path, FaultyStorage(table.storage, plan), table.schema)
+    if expired_tag:
+        rollback_to(faulty, tag="two")
+    else:
+        rollback_to(faulty, snapshot_id=2)
     assert len(seen) > commits
     for rows in seen:
         assert rows == target or [r for r in rows if r not in committed] == old_latest, rows
     assert read(table) == target
-    assert [s.id for s in table.snapshots()] == [1, 2]
+    assert [s.id for s in table.snapshots()] == ([2] if expired_tag else [1, 2])
 
 
 def test_a_rollback_that_writers_keep_outrunning_says_so(tmp_path: Path) -> None:
