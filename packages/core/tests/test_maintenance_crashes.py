@@ -471,3 +471,21 @@ def test_expiration_run_again_finishes_what_a_dead_run_left_below_earliest(tmp_p
     assert expire_snapshots(table, retain_min=1, retain_max=1, older_than=FAR_FUTURE) == 0
     assert sm.list_ids() == [3]
     assert read(table) == [("a", 0, 0), ("a", 1, 1), ("a", 2, 2)]
+
+
+def test_orphan_removal_after_a_tagged_snapshot_with_a_changelog_expired(tmp_path: Path) -> None:
+    """Expiration deletes the changelog of a tagged snapshot (tags do not keep changelogs, as in Java):
+    orphan removal must not take the tag's missing changelog list for corruption."""
+    catalog = Catalog.open(str(tmp_path), create=True)
+    catalog.create_database("db")
+    table = catalog.create_table(
+        "db.t", SCHEMA, primary_keys=["p", "id"],
+        options={"write-only": "true", "bucket": "1", "changelog-producer": "input"},
+    )  # fmt: skip
+    for i in range(3):
+        table.append(pa.table({"p": ["a"], "id": [i], "v": [i]}, schema=SCHEMA))
+    create_tag(table, "one", 1)
+    expire_snapshots(table, retain_min=1, retain_max=1, older_than=FAR_FUTURE)
+    _remove_orphans(table)
+    assert read(table, tag="one") == [("a", 0, 0)]
+    assert read(table) == [("a", i, i) for i in range(3)]
