@@ -2,8 +2,9 @@
 
 Each operation runs on a copy of one table history with a storage wrapper that "kills the process" before
 its N-th write or delete (every later storage call fails too), for every N from the first storage call of
-the operation to one past its last, so that every call is a crash point (after call N is before call N+1).
-After each crash, with plain storage:
+the operation to one past its last, so that every call is a crash point (after call N is before call N+1);
+and again with the N-th call landing and then raising ``ConnectionResetError`` to a process that lives on.
+After each failure, with plain storage:
 
 - the latest snapshot reads the state before the operation or the state after it; every retained snapshot
   (from EARLIEST on) and every tag reads what it read before;
@@ -36,7 +37,7 @@ import pytest
 
 from paimon_core import Catalog
 from paimon_core.compact import compact_table
-from paimon_core.errors import CommitConflictError, SnapshotExpiredError
+from paimon_core.errors import CommitConflictError, PaimonError, SnapshotExpiredError
 from paimon_core.maintenance import (
     create_tag,
     delete_tag,
@@ -256,6 +257,30 @@ def _commit_and_check(table: Table, history: History, where: str) -> Rows:
     return read(table)
 
 
+def _run_failing(op: Operation, table: Table, failure: str, n: int) -> bool:
+    """Run ``op`` with ``failure`` at its ``n``-th storage write or delete; whether it came that far.
+
+    ``crash``: the process dies before the call (and does nothing more). ``fail-after``: the call lands,
+    then raises ``ConnectionResetError``; the process lives on, and the operation goes on or gives up.
+    """
+    if failure == "crash":
+        crash = CrashAt(n)
+        with contextlib.suppress(SimulatedCrash):
+            op.run(Table(table.path, crash.storage(table.storage), table.schema, table.identifier))
+        return crash.crashed
+    plan = FaultPlan(
+        [
+            FaultRule(Fault.CALLBACK, ops=WRITE_OPS, times=n - 1, callback=lambda: None),  # the first n-1
+            FaultRule(Fault.FAIL_AFTER, ops=WRITE_OPS, times=1),
+        ]
+    )
+    with contextlib.suppress(PaimonError, OSError):
+        op.run(Table(table.path, FaultyStorage(table.storage, plan), table.schema, table.identifier))
+    return Fault.FAIL_AFTER in plan.counts()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("failure", ["crash", "fail-after"])
 @pytest.mark.parametrize("kind", list(KINDS))
 @pytest.mark.parametrize("op", OPERATIONS, ids=lambda op: op.name)
 def test_a_crash_at_every_storage_call_leaves_a_readable_table_and_the_operation_can_run_again(
@@ -263,19 +288,15 @@ def test_a_crash_at_every_storage_call_leaves_a_readable_table_and_the_operation
     tmp_path: Path,
     kind: str,
     op: Operation,
+    failure: str,
 ) -> None:
     template, before, after = templates(kind, op)
     for n in itertools.count(1):
-        where = f"{op.name} on a {kind} table, crashed before storage write {n}"
+        where = f"{op.name} on a {kind} table, {failure} at storage write {n}"
         warehouse = tmp_path / f"n{n}"
         shutil.copytree(template.warehouse, warehouse)
         history = History(warehouse, kind, dict(template.rows), template.next_id)
-        table = history.table()
-        crash = CrashAt(n)
-        faulty = Table(table.path, crash.storage(table.storage), table.schema, table.identifier)
-        with contextlib.suppress(SimulatedCrash):
-            op.run(faulty)
-        finished = not crash.crashed
+        finished = not _run_failing(op, history.table(), failure, n)
         table = history.table()
         _check_readable(table, history, before, after, where)
         if finished:
