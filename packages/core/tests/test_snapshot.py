@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from paimon_core.errors import CorruptMetadataError, SnapshotNotFoundError
 from paimon_core.snapshot import (
@@ -266,6 +268,42 @@ def test_latest_hint_pointing_past_the_end_falls_back_to_the_listing(
     storage.delete(sm.snapshot_path(3))
     latest = sm.latest()
     assert latest is not None and latest.id == 2
+
+
+_HINT_TEXT = st.one_of(
+    st.none(),  # no hint file
+    st.integers(min_value=-2, max_value=14).map(str),
+    st.sampled_from(["", "garbage", " 7\n", "1e3", "0x5", "9" * 30, "\u0663"]),
+    st.binary(max_size=6).map(lambda b: b.decode("latin-1")),
+)
+
+
+@given(earliest=st.integers(1, 5), count=st.integers(1, 5), latest_hint=_HINT_TEXT, earliest_hint=_HINT_TEXT)
+def test_any_hint_content_gives_the_right_latest_and_a_usable_earliest(
+    earliest: int, count: int, latest_hint: str | None, earliest_hint: str | None
+) -> None:
+    """Snapshots ``earliest..latest`` exist; whatever LATEST and EARLIEST hold (missing, garbage, an id
+    below, inside or above that range), the latest is the newest file, the earliest is a retained snapshot,
+    and the EARLIEST hint a committer checks its base against is never above every snapshot."""
+    path = f"memory://hints-{uuid.uuid4().hex}/db.db/t"
+    storage = get_backend(path, {})
+    try:
+        sm = SnapshotManager(storage, path)
+        latest = earliest + count - 1
+        for i in range(earliest, latest + 1):
+            assert sm.try_publish(make_snapshot(i))
+        for name, text in (("LATEST", latest_hint), ("EARLIEST", earliest_hint)):
+            if text is not None:
+                storage.write_bytes(sm.hint_path(name), text.encode("utf-8"), overwrite=True)
+        assert sm.latest_id() == latest
+        snapshot = sm.latest()
+        assert snapshot is not None and snapshot.id == latest
+        assert sm.earliest_id() in range(earliest, latest + 1)
+        hint = sm.earliest_hint()
+        assert hint is None or hint <= latest
+        assert [s.id for s in sm.snapshots()] == list(range(earliest, latest + 1))
+    finally:
+        clear_memory_store(path)
 
 
 def test_snapshot_errors(storage: StorageBackend, table_path: str) -> None:

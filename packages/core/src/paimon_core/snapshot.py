@@ -291,6 +291,7 @@ class SnapshotManager:
         self.table_path = table_path
         self.snapshot_dir = join_path(table_path, "snapshot")
         self._join = join_path
+        self._stale_earliest_logged: int | None = None
 
     # --- paths -------------------------------------------------------------------------------------------
 
@@ -334,18 +335,25 @@ class SnapshotManager:
     def latest_id(self) -> int | None:
         """The newest snapshot id, or None for a table without snapshots.
 
-        The LATEST hint L is trusted when ``snapshot-(L+1)`` does not exist (Java's rule) and L is not below
-        EARLIEST; otherwise, or when the hint is missing or unreadable, the directory listing decides.
+        The LATEST hint L is trusted when ``snapshot-L`` exists, ``snapshot-(L+1)`` does not (Java's rule) and
+        L is not below EARLIEST; otherwise, or when the hint is missing or unreadable, the directory listing
+        decides. (A hint naming a missing id, left by a hand edit or a rollback, is never the answer.)
         """
-        hint = self._read_hint(LATEST_HINT)
-        if hint is not None and not self.snapshot_exists(hint + 1):
-            # Below EARLIEST the hint names an expired id, whose successor is missing because it expired
-            # too (or a file a stale publish left there): only the listing knows the latest then.
-            earliest = self.earliest_hint()
-            if earliest is None or hint >= earliest:
-                return hint
+        hint = self._latest_hint_candidate()
+        if hint is not None and self.snapshot_exists(hint):
+            return hint
         ids = self.list_ids()
         return ids[-1] if ids else None
+
+    def _latest_hint_candidate(self) -> int | None:
+        """The LATEST hint if Java's rule and EARLIEST let it stand (its own file is not checked here)."""
+        hint = self._read_hint(LATEST_HINT)
+        if hint is None or self.snapshot_exists(hint + 1):
+            return None
+        # Below EARLIEST the hint names an expired id, whose successor is missing because it expired too (or
+        # a file a stale publish left there): only the listing knows the latest then.
+        earliest = self._read_hint(EARLIEST_HINT)
+        return hint if earliest is None or hint >= earliest else None
 
     def earliest_id(self) -> int | None:
         """The oldest snapshot id, or None. EARLIEST is trusted while ``snapshot-E`` exists.
@@ -363,8 +371,28 @@ class SnapshotManager:
         return ids[0] if ids else None
 
     def earliest_hint(self) -> int | None:
-        """The EARLIEST hint as written (not checked against the directory)."""
-        return self._read_hint(EARLIEST_HINT)
+        """The EARLIEST hint, or None when there is none or it is stale.
+
+        Expiration moves EARLIEST only to a snapshot it keeps and never deletes the latest one, so a real
+        hint has some snapshot at or above it. One above every snapshot file (a hand edit, or a rollback
+        that died before this project wrote the restored snapshot first) says nothing about expiration:
+        it is ignored with a warning, never taken for a race lost to an expiration, and
+        ``expire_snapshots`` rewrites it.
+        """
+        hint = self._read_hint(EARLIEST_HINT)
+        if hint is None or self.snapshot_exists(hint) or any(i >= hint for i in self.list_ids()):
+            return hint
+        if self._stale_earliest_logged != hint:  # once per handle and value: commits ask on every attempt
+            self._stale_earliest_logged = hint
+            logger.warning(
+                "ignoring %s=%s: no snapshot at or above it exists (a stale hint; expire_snapshots rewrites "
+                "it)", self.hint_path(EARLIEST_HINT), hint,
+            )  # fmt: skip
+        return None
+
+    def earliest_hint_is_stale(self) -> bool:
+        """Whether an EARLIEST hint is written that :meth:`earliest_hint` ignores (see there)."""
+        return self._read_hint(EARLIEST_HINT) is not None and self.earliest_hint() is None
 
     # --- snapshots ---------------------------------------------------------------------------------------
 
@@ -398,13 +426,11 @@ class SnapshotManager:
 
     def latest(self) -> Snapshot | None:
         """The newest snapshot, or None for an empty table."""
-        latest_id = self.latest_id()
-        if latest_id is None:
-            return None
-        snapshot = self.try_snapshot(latest_id)
+        hint = self._latest_hint_candidate()
+        snapshot = self.try_snapshot(hint) if hint is not None else None
         if snapshot is not None:
             return snapshot
-        # The hint pointed at a snapshot that a rollback removed: trust the listing instead.
+        # No hint, or it named a snapshot that a rollback removed (or a hand edit made up): the listing.
         for snapshot_id in reversed(self.list_ids()):
             snapshot = self.try_snapshot(snapshot_id)
             if snapshot is not None:
@@ -472,14 +498,15 @@ class SnapshotManager:
             return False
         return True
 
-    def write_latest_hint(self, snapshot_id: int) -> None:
-        """Set LATEST, also backwards (a rollback); committers use :meth:`advance_latest_hint`."""
-        self._write_hint(LATEST_HINT, snapshot_id)
+    def write_latest_hint(self, snapshot_id: int) -> bool:
+        """Set LATEST, also backwards (a rollback); committers use :meth:`advance_latest_hint`. False when
+        the write failed (logged)."""
+        return self._write_hint(LATEST_HINT, snapshot_id)
 
-    def write_earliest_hint(self, snapshot_id: int) -> None:
-        """Set EARLIEST, also backwards (a rollback to an expired tag); expiration uses
-        :meth:`advance_earliest_hint`."""
-        self._write_hint(EARLIEST_HINT, snapshot_id)
+    def write_earliest_hint(self, snapshot_id: int) -> bool:
+        """Set EARLIEST, also backwards (a rollback to an expired tag, a stale hint's repair); expiration
+        uses :meth:`advance_earliest_hint`. False when the write failed (logged)."""
+        return self._write_hint(EARLIEST_HINT, snapshot_id)
 
     def advance_latest_hint(self, snapshot_id: int) -> None:
         """Move LATEST forward to ``snapshot_id``, never backwards (best effort: two writers may race)."""

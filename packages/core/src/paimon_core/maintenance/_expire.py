@@ -116,10 +116,16 @@ def expire_snapshots(
     latest, earliest = sm.latest_id(), sm.earliest_id()
     if latest is None or earliest is None:
         return 0
+    if sm.earliest_hint_is_stale():
+        # Above every snapshot, EARLIEST would never move forward again: set it to the real earliest.
+        sm.write_earliest_hint(earliest)
     end = _expire_end(table, latest, earliest, retain_min, retain_max, limit, threshold)
     if end <= earliest:
         if not table.storage.exists(sm.hint_path(EARLIEST_HINT)):
             sm.advance_earliest_hint(earliest)
+        if any(i < earliest for i in sm.list_ids()):
+            # A run that died after moving EARLIEST left snapshot files (and their files) below it: finish.
+            _expire_until(table, earliest, earliest, resolve_progress(progress))
         return 0
     return _expire_until(table, earliest, end, resolve_progress(progress))
 

@@ -8,8 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from paimon_core.errors import CorruptMetadataError
 from paimon_core.manifest import (
     ManifestEntry,
+    ManifestFileMeta,
     read_index_manifest,
     read_manifest_file,
     read_manifest_list,
@@ -42,6 +44,7 @@ def reach(table: Table, snapshots: Iterable[Snapshot]) -> Reach:
     """
     found = Reach()
     per_snapshot: list[list[str]] = []
+    changelogs: set[str] = set()
     for snapshot in snapshots:
         names: list[str] = []
         for list_name in (snapshot.base_manifest_list, snapshot.delta_manifest_list):
@@ -49,27 +52,46 @@ def reach(table: Table, snapshots: Iterable[Snapshot]) -> Reach:
             names += [m.file_name for m in read_manifest_list(table.storage, table.manifest_path(list_name))]
         if snapshot.changelog_manifest_list:
             found.metadata.add(snapshot.changelog_manifest_list)
-            changelog = read_manifest_list(
-                table.storage, table.manifest_path(snapshot.changelog_manifest_list)
-            )
-            names += [m.file_name for m in changelog]  # their changelog files are in use too
+            # their changelog files are in use too
+            changelogs.update(m.file_name for m in _changelog_list(table, snapshot.changelog_manifest_list))
         if snapshot.index_manifest and snapshot.index_manifest not in found.metadata:
             found.metadata.add(snapshot.index_manifest)
             index = read_index_manifest(table.storage, table.manifest_path(snapshot.index_manifest))
             found.index.update(e.file.file_name for e in index)
         found.metadata.update(names)
         per_snapshot.append(names)
+    found.metadata.update(changelogs)
     manifests = sorted({name for names in per_snapshot for name in names})
     with ThreadPoolExecutor(max_workers=8) as pool:
-        entries = dict(
-            zip(
-                manifests,
-                pool.map(lambda m: read_manifest_file(table.storage, table.manifest_path(m)), manifests),
-                strict=True,
-            )
+        entries = list(
+            pool.map(lambda m: read_manifest_file(table.storage, table.manifest_path(m)), manifests)
         )
-    found.data.update(_paths(table, [e for chunk in entries.values() for e in chunk]))
+        changelog_entries = list(pool.map(lambda m: _changelog_manifest(table, m), sorted(changelogs)))
+    found.data.update(_paths(table, [e for chunk in [*entries, *changelog_entries] for e in chunk]))
     return found
+
+
+def _changelog_list(table: Table, name: str) -> list[ManifestFileMeta]:
+    """A changelog manifest list, or none if it is gone: expiration deletes the changelog of a tagged
+    snapshot (tags do not keep changelogs, as in Java), and lists after their manifests."""
+    path = table.manifest_path(name)
+    try:
+        return read_manifest_list(table.storage, path)
+    except CorruptMetadataError:
+        if table.storage.exists(path):
+            raise
+        return []
+
+
+def _changelog_manifest(table: Table, name: str) -> list[ManifestEntry]:
+    """A changelog manifest, or none if it is gone (see :func:`_changelog_list`)."""
+    path = table.manifest_path(name)
+    try:
+        return read_manifest_file(table.storage, path)
+    except CorruptMetadataError:
+        if table.storage.exists(path):
+            raise
+        return []
 
 
 def _paths(table: Table, entries: Iterable[ManifestEntry]) -> Iterable[str]:

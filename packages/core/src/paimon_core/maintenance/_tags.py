@@ -7,9 +7,17 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from paimon_core.errors import ConfigError, SnapshotNotFoundError, TagNotFoundError
+from paimon_core.errors import (
+    CommitConflictError,
+    ConfigError,
+    SnapshotExpiredError,
+    SnapshotNotFoundError,
+    StorageError,
+    TagNotFoundError,
+)
 from paimon_core.maintenance._expire import clean_after_last_tag
 from paimon_core.options import parse_duration_ms
+from paimon_core.snapshot import EARLIEST_HINT, Snapshot
 from paimon_core.tag import Tag, TagManager, split_tag_names
 
 if TYPE_CHECKING:
@@ -76,11 +84,19 @@ def rollback_to(table: Table, snapshot_id: int | None = None, tag: str | None = 
 
     Newer snapshot files and tags of newer snapshots are deleted; data files and manifests are left for
     :func:`remove_orphan_files`, as Java does since 1.2. Like Java's, this is for a table no one is
-    writing to: a commit racing the rollback may land on top of the removed snapshots' successor id.
+    writing to: a commit racing the rollback is rolled back with the snapshots it sits on.
+
+    What the rollback restores is written before anything is deleted, and the newer snapshots go oldest
+    first, so that the latest one goes last: a rollback that dies midway leaves the table reading either
+    the latest snapshot it had or the target, never a snapshot in between and never an empty table, and
+    running it again finishes the job.
 
     Raises:
         ConfigError: neither or both of ``snapshot_id`` and ``tag``.
-        SnapshotNotFoundError / TagNotFoundError: the target does not exist.
+        SnapshotNotFoundError / TagNotFoundError: the target does not exist (``SnapshotExpiredError``: it
+            expired, even if an expiration that died left its file).
+        StorageError: the restored snapshot or the EARLIEST hint could not be written (nothing was deleted).
+        CommitConflictError: commits kept landing while it ran (run it again when no one writes).
     """
     if (snapshot_id is None) == (tag is None):
         raise ConfigError("rollback_to needs exactly one of snapshot_id and tag")
@@ -91,38 +107,77 @@ def rollback_to(table: Table, snapshot_id: int | None = None, tag: str | None = 
     else:
         assert snapshot_id is not None
         target = sm.snapshot(snapshot_id)
+        earliest = sm.earliest_id()
+        if earliest is not None and target.id < earliest:
+            # a file an expiration that died left below EARLIEST: its data files may be gone already
+            raise SnapshotExpiredError(target.id, earliest)
     latest = sm.latest_id()
     if latest is None or target.id > latest:
         raise SnapshotNotFoundError(target.id, f"snapshot {target.id} is newer than the latest ({latest})")
-    _delete_newer_snapshots(table, target.id, latest)
+    if tag is not None:
+        _restore_tagged_snapshot(table, target)
+    # Should LATEST lag behind (a committer died before moving it), keep it off the ids about to go:
+    # a hint whose successor is missing would be trusted.
+    sm.advance_latest_hint(latest)
+    _delete_newer_snapshots(table, target.id)
     for later in tags.tags():
         if later.snapshot.id > target.id:
             with contextlib.suppress(TagNotFoundError):
                 tags.delete([later.name])
-    if not sm.snapshot_exists(target.id):  # a tag whose snapshot expired: bring the snapshot back
-        table.storage.write_bytes(
-            sm.snapshot_path(target.id), target.to_json().encode("utf-8"), overwrite=True
-        )
-        sm.write_earliest_hint(target.id)
     sm.write_latest_hint(target.id)
+
+
+def _restore_tagged_snapshot(table: Table, target: Snapshot) -> None:
+    """Write back the snapshot file of a tag whose snapshot expired (or is missing), and move EARLIEST back
+    to it when it is older than the earliest snapshot, before any newer snapshot is deleted.
+
+    Until then the file sits below EARLIEST, where readers ignore it; from then on it is the earliest
+    snapshot and the latest stays what it was, until the newer snapshots are gone.
+    """
+    sm = table.snapshot_manager
+    earliest = sm.earliest_id()
+    expired = earliest is not None and target.id < earliest
+    if not expired and sm.snapshot_exists(target.id):
+        return
+    path = sm.snapshot_path(target.id)
+    try:
+        table.storage.write_bytes(path, target.to_json().encode("utf-8"), overwrite=True)
+    except OSError as exc:
+        raise StorageError(f"rollback could not write back {path}; nothing was rolled back: {exc}") from exc
+    if expired and not sm.write_earliest_hint(target.id):
+        raise StorageError(
+            f"rollback could not set {sm.hint_path(EARLIEST_HINT)} to {target.id}; nothing was rolled back"
+        )
 
 
 _ROLLBACK_SWEEPS = 5
 
 
-def _delete_newer_snapshots(table: Table, target: int, latest: int) -> None:
-    """Delete the snapshot files above ``target``, newest first, so the listing never shows a gap below LATEST.
+def _delete_newer_snapshots(table: Table, target: int) -> None:
+    """Delete every snapshot file above ``target``, oldest first, and list again until none is left.
 
-    A commit racing the rollback may publish above ``target`` meanwhile: the directory is listed again and
-    swept until nothing above ``target`` remains, so the rollback never leaves a snapshot on top of a hole.
-    Such a commit is rolled back with the others (its committer may already have reported it).
+    Oldest first, the latest snapshot goes last: until then readers and writers see the table as it was
+    (ids above ``target`` that are already gone are a hole below the latest, which nothing reads), and
+    when it goes they see ``target``. A commit that lands on the latest snapshot meanwhile is found by the
+    next listing and rolled back with the others (its committer may already have reported it), so no
+    snapshot is left on top of a hole.
+
+    Raises:
+        CommitConflictError: commits kept landing through every sweep (the table reads the newest).
     """
     sm = table.snapshot_manager
-    doomed = list(range(latest, target, -1))
     for _ in range(_ROLLBACK_SWEEPS):
+        doomed = [i for i in sm.list_ids() if i > target]
+        if not doomed:
+            return
         for newer in doomed:
             with contextlib.suppress(FileNotFoundError):
                 table.storage.delete(sm.snapshot_path(newer))
-        doomed = sorted((i for i in sm.list_ids() if i > target), reverse=True)
-        if not doomed:
-            return
+    left = [i for i in sm.list_ids() if i > target]
+    if left:
+        raise CommitConflictError(
+            f"rollback of {table.identifier} to snapshot {target} gave up: commits kept landing while it "
+            f"deleted the newer snapshots (snapshots {left[0]}..{left[-1]} are there, the table reads "
+            f"{left[-1]}); run it again when no one writes to the table",
+            winning_snapshot_id=left[-1],
+        )
