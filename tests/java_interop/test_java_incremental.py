@@ -116,7 +116,10 @@ def test_incremental_reads_between_timestamps_equal_javas(ours: Catalog, java: A
     bounds.add((times[0] - 10, times[0] - 5))  # before every snapshot: nothing
     for start, end in sorted(bounds):
         for mode in MODES:
-            options = {"incremental-between-timestamp": f"{start},{end}", "incremental-between-scan-mode": mode}
+            options = {
+                "incremental-between-timestamp": f"{start},{end}",
+                "incremental-between-scan-mode": mode,
+            }
             assert _ours(table, options) == _javas(java, options), f"{producer}: {options}"
 
 

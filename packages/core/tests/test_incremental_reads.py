@@ -127,12 +127,16 @@ def _apply(state: dict[int, str], ops: list[Op]) -> dict[int, str]:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(history=histories, data=st.data())
-def test_diff_is_the_change_between_the_two_states(tmp_path: Path, history: list[list[Op]], data: Any) -> None:
+def test_diff_is_the_change_between_the_two_states(
+    tmp_path: Path, history: list[list[Op]], data: Any
+) -> None:
     """``diff`` compares the merged start with the merged end. Every commit compacts fully here, so a
     bucket that changed has no file in common with its start and the diff is exact: the model is the
     difference of the two states."""
     table = _table(
-        tmp_path / str(next(_names)), "full-compaction", **{"full-compaction.delta-commits": "1", "bucket": "2"}
+        tmp_path / str(next(_names)),
+        "full-compaction",
+        **{"full-compaction.delta-commits": "1", "bucket": "2"},
     )
     states: dict[int, dict[int, str]] = {0: {}}
     for ops in history:
@@ -179,7 +183,10 @@ def test_a_diff_sees_a_delete_still_at_level_0_as_java_1_1_does(tmp_path: Path) 
     _delete(table, 2)
     create_tag(table, "last")
     assert _read(table, incremental_between="first,last") == ([], [])
-    assert _read(table, incremental_between="1,2", incremental_between_scan_mode="diff") == ([], [("-D", 2, None)])
+    assert _read(table, incremental_between="1,2", incremental_between_scan_mode="diff") == (
+        [],
+        [("-D", 2, None)],
+    )
 
 
 def test_timestamp_bounds_as_java_resolves_them(tmp_path: Path) -> None:
@@ -190,12 +197,21 @@ def test_timestamp_bounds_as_java_resolves_them(tmp_path: Path) -> None:
     _put(table, {2: "b"})
     first, second = (table.snapshot_manager.snapshot(i) for i in (1, 2))
     everything = ([(1, "a"), (2, "b")], [("+I", 1, "a"), ("+I", 2, "b")])
-    assert _read(table, incremental_between_timestamp=f"{first.time_millis - 1},{second.time_millis}") == everything
+    assert (
+        _read(table, incremental_between_timestamp=f"{first.time_millis - 1},{second.time_millis}")
+        == everything
+    )
     assert _read(table, incremental_between_timestamp=f"0,{first.time_millis - 1}") == ([], [])
-    assert _read(table, incremental_between_timestamp=f"{second.time_millis},{second.time_millis}") == ([], [])
+    assert _read(table, incremental_between_timestamp=f"{second.time_millis},{second.time_millis}") == (
+        [],
+        [],
+    )
     if first.time_millis < second.time_millis:
         only_second = ([(2, "b")], [("+I", 2, "b")])
-        assert _read(table, incremental_between_timestamp=f"{first.time_millis},{second.time_millis}") == only_second
+        assert (
+            _read(table, incremental_between_timestamp=f"{first.time_millis},{second.time_millis}")
+            == only_second
+        )
     with pytest.raises(ConfigError, match="the start is after the end"):
         _read(table, incremental_between_timestamp=f"{second.time_millis},{first.time_millis}")
 
@@ -223,7 +239,7 @@ def test_a_missing_changelog_file_of_a_live_snapshot_is_a_data_file_error(tmp_pa
         "audit log": lambda: AuditLogTable(table.copy({"incremental-between": "0,3"})).to_arrow(),
     }
     for name, read in reads.items():
-        with pytest.raises(DataFileError, match="changelog file .* but missing from storage") as info:
+        with pytest.raises(DataFileError, match=r"changelog file .* but missing from storage") as info:
             read()
         assert not isinstance(info.value, SnapshotExpiredError), name
 

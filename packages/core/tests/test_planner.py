@@ -49,7 +49,7 @@ CASES: list[tuple[str, Callable[[list[int]], dict[str, str]], list[int]]] = [
     ("scan.mode=from-snapshot", lambda t: {"scan.mode": "from-snapshot", "scan.snapshot-id": "1"}, [1]),
     ("scan.mode=latest-full", lambda t: {"scan.mode": "latest-full"}, [3, 4]),
     ("incremental-between ids", lambda t: {"incremental-between": "1,2"}, [2]),
-    ("incremental-between snapshot ids", lambda t: {"incremental-between": "2,4"}, [4]),  # the overwrite skipped
+    ("incremental-between overwrite", lambda t: {"incremental-between": "2,4"}, [4]),  # the overwrite skipped
     # two tags are compared: the files of the end that the start lacks (the overwrite's included)
     ("incremental-between tags", lambda t: {"incremental-between": "two,four"}, [3, 4]),
     ("incremental-between-timestamp", lambda t: {"incremental-between-timestamp": f"{t[0]},{t[1]}"}, [2]),

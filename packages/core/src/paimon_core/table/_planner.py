@@ -234,12 +234,16 @@ def _incremental_start(table: Table, options: opts.Options, creation: int | None
             if options.get_option(opts.INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT):
                 return _range_start(table, start_snapshot.id, end_snapshot, between, key, creation, diff,
                                     start_snapshot)  # fmt: skip
-            start = _range_start(table, start_snapshot.id, end_snapshot, between, key, creation, True, start_snapshot)
+            start = _range_start(
+                table, start_snapshot.id, end_snapshot, between, key, creation, True, start_snapshot
+            )
             return dataclasses.replace(start, diff_between_tags=start.diff)
         start, end = int(first), int(last)
         _check_order(start, end, between, key)
         sm = table.snapshot_manager
-        return _range_start(table, start, sm.snapshot(end) if end > start else None, between, key, creation, diff)
+        return _range_start(
+            table, start, sm.snapshot(end) if end > start else None, between, key, creation, diff
+        )
     if between_times is None:
         raise ConfigError("scan.mode=incremental needs 'incremental-between' or "
                           "'incremental-between-timestamp'", "scan.mode")  # fmt: skip

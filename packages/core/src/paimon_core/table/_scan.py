@@ -200,7 +200,9 @@ def explain_missing(table: Table, snapshot_id: int, error: PaimonError) -> Paimo
 def is_changelog_file(table: Table, path: str) -> bool:
     """Whether ``path`` names a changelog file (``changelog-file.prefix``, or a compacted one)."""
     name = path.rsplit("/", 1)[-1]
-    return is_compacted_changelog(name) or name.startswith(table.options.get_option(opts.CHANGELOG_FILE_PREFIX))
+    return is_compacted_changelog(name) or name.startswith(
+        table.options.get_option(opts.CHANGELOG_FILE_PREFIX)
+    )
 
 
 def _replaced_since(table: Table, snapshot_id: int, path: str) -> bool:

@@ -199,7 +199,9 @@ class _LoserTree:
         key_rank, seq_rank: each record's key and sequence, as comparable ints.
     """
 
-    def __init__(self, bounds: npt.NDArray[np.int64], key_rank: npt.NDArray[np.int64], seq_rank: npt.NDArray[np.int64]) -> None:
+    def __init__(
+        self, bounds: npt.NDArray[np.int64], key_rank: npt.NDArray[np.int64], seq_rank: npt.NDArray[np.int64]
+    ) -> None:
         self.size = len(bounds) - 1
         self.ends = bounds[1:].tolist()
         self.position = (bounds[:-1] - 1).tolist()
@@ -222,7 +224,9 @@ class _LoserTree:
                 winner = self.tree[0]
             if self._head(winner) is None:
                 return np.array(order, dtype=np.int64)
-            while self.state[self.tree[0]] is not _State.WINNER_POPPED and self._head(self.tree[0]) is not None:
+            while (
+                self.state[self.tree[0]] is not _State.WINNER_POPPED and self._head(self.tree[0]) is not None
+            ):
                 leaf = self.tree[0]
                 order.append(self.position[leaf])
                 self.state[leaf] = _State.WINNER_POPPED

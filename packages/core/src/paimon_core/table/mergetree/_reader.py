@@ -234,7 +234,9 @@ class KeyValueTableRead(TableRead):
             for run in section:
                 tables = [self.read_records(split, f) for f in run.files]
                 runs.append(pa.concat_tables(tables))
-                levels += [np.full(t.num_rows, f.level, np.int32) for f, t in zip(run.files, tables, strict=True)]
+                levels += [
+                    np.full(t.num_rows, f.level, np.int32) for f, t in zip(run.files, tables, strict=True)
+                ]
             leveled = order_as_java_merge(runs, np.concatenate(levels), self.layout, self.descending)
             if self.lookup_merge:
                 leveled = drop_superseded(leveled)
