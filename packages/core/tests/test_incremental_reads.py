@@ -11,6 +11,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -253,3 +254,31 @@ def test_a_changelog_file_gone_with_its_expired_snapshot_is_an_expiry(tmp_path: 
     table.storage.delete(table.snapshot_manager.snapshot_path(1))  # as an expiration does, file first
     with pytest.raises(SnapshotExpiredError):
         table.new_read().to_arrow(splits)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    inputs=st.lists(
+        st.lists(st.tuples(st.integers(0, 5), st.integers(0, 4)), max_size=8).map(sorted),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_the_loser_tree_pops_rounds_of_one_key_in_sequence_order(inputs: list[list[tuple[int, int]]]) -> None:
+    """Every record once; keys ascending; a key's round takes one record from each input still holding it
+    (its ``n``-th round the ``n``-th ones), smallest sequence first; only equal sequences are the tree's."""
+    from paimon_core.table.mergetree._incremental import _LoserTree
+
+    records = [(key, seq, leaf) for leaf, rows in enumerate(inputs) for key, seq in rows]
+    bounds = np.cumsum([0, *(len(rows) for rows in inputs)])
+    keys = np.array([r[0] for r in records], dtype=np.int64)
+    seqs = np.array([r[1] for r in records], dtype=np.int64)
+    order = _LoserTree(bounds, keys, seqs).pop_order().tolist()
+    assert sorted(order) == list(range(len(records)))
+    occurrence = [
+        sum(1 for j in range(bounds[records[i][2]], i) if keys[j] == keys[i]) for i in range(len(records))
+    ]
+    rounds = [(records[i][0], occurrence[i]) for i in order]
+    assert rounds == sorted(rounds)
+    popped = [(rounds[n], records[i][1]) for n, i in enumerate(order)]
+    assert popped == sorted(popped)

@@ -229,15 +229,7 @@ def _incremental_start(table: Table, options: opts.Options, creation: int | None
         if not (first.isdigit() and last.isdigit()):
             if first.isdigit() or last.isdigit():
                 raise ConfigError(f"{key}={between!r}: neither two tags nor two snapshot ids", key)
-            tags = TagManager(table.storage, table.path)
-            start_snapshot, end_snapshot = tags.tag(first).snapshot, tags.tag(last).snapshot
-            if options.get_option(opts.INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT):
-                return _range_start(table, start_snapshot.id, end_snapshot, between, key, creation, diff,
-                                    start_snapshot)  # fmt: skip
-            start = _range_start(
-                table, start_snapshot.id, end_snapshot, between, key, creation, True, start_snapshot
-            )
-            return dataclasses.replace(start, diff_between_tags=start.diff)
+            return _between_tags(table, options, first, last, creation, diff)
         start, end = int(first), int(last)
         _check_order(start, end, between, key)
         sm = table.snapshot_manager
@@ -248,6 +240,20 @@ def _incremental_start(table: Table, options: opts.Options, creation: int | None
         raise ConfigError("scan.mode=incremental needs 'incremental-between' or "
                           "'incremental-between-timestamp'", "scan.mode")  # fmt: skip
     return _timestamp_start(table, between_times, creation, diff)
+
+
+def _between_tags(
+    table: Table, options: opts.Options, first: str, last: str, creation: int | None, diff: bool
+) -> BatchScanStart:
+    """Two tags: compared as Java 0.9 compares them, or read as their snapshot ids (Java 1.1+'s
+    ``incremental-between-tag-to-snapshot``)."""
+    key, between = opts.INCREMENTAL_BETWEEN.key, f"{first},{last}"
+    tags = TagManager(table.storage, table.path)
+    start, end = tags.tag(first).snapshot, tags.tag(last).snapshot
+    if options.get_option(opts.INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT):
+        return _range_start(table, start.id, end, between, key, creation, diff, start)
+    compared = _range_start(table, start.id, end, between, key, creation, True, start)
+    return dataclasses.replace(compared, diff_between_tags=compared.diff)
 
 
 def _timestamp_start(table: Table, between: str, creation: int | None, diff: bool) -> BatchScanStart:

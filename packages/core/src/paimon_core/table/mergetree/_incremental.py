@@ -24,7 +24,6 @@ The ``diff`` mode (and tags, in Java 0.9) compares the merged end snapshot with 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -174,17 +173,9 @@ def _occurrence(keys: pa.Table, leaf: npt.NDArray[np.int64], names: list[str]) -
     return positions - starts[segment]
 
 
-class _State(Enum):
-    LOSER_NEW_KEY = 0
-    LOSER_SAME_KEY = 1
-    LOSER_POPPED = 2
-    WINNER_NEW_KEY = 3
-    WINNER_SAME_KEY = 4
-    WINNER_POPPED = 5
-
-    @property
-    def wins(self) -> bool:
-        return self.value >= 3
+# The states of an input in the loser tree; the last three are winners (a node keeps the loser of a match).
+_LOSER_NEW_KEY, _LOSER_SAME_KEY, _LOSER_POPPED, _WINNER_NEW_KEY, _WINNER_SAME_KEY, _WINNER_POPPED = range(6)
+_END = -2  # the head of an input that has no record left (before its first record: that record - 1)
 
 
 class _LoserTree:
@@ -203,12 +194,12 @@ class _LoserTree:
         self, bounds: npt.NDArray[np.int64], key_rank: npt.NDArray[np.int64], seq_rank: npt.NDArray[np.int64]
     ) -> None:
         self.size = len(bounds) - 1
-        self.ends = bounds[1:].tolist()
-        self.position = (bounds[:-1] - 1).tolist()
-        self.keys = key_rank.tolist()
-        self.seqs = seq_rank.tolist()
+        self.ends: list[int] = bounds[1:].tolist()
+        self.head: list[int] = (bounds[:-1] - 1).tolist()  # the record each input offers, or _END
+        self.keys: list[int] = key_rank.tolist()
+        self.seqs: list[int] = seq_rank.tolist()
         self.tree = [-1] * self.size
-        self.state = [_State.WINNER_NEW_KEY] * self.size
+        self.state = [_WINNER_NEW_KEY] * self.size
         self.same_key_node = [-1] * self.size
         for leaf in reversed(range(self.size)):
             self._advance(leaf)
@@ -216,106 +207,89 @@ class _LoserTree:
 
     def pop_order(self) -> npt.NDArray[np.int64]:
         order: list[int] = []
+        tree, state, head = self.tree, self.state, self.head
         while True:
-            winner = self.tree[0]
-            while self.state[winner] is _State.WINNER_POPPED:  # advance the inputs the last round took
-                self._advance(winner)
-                self._adjust(winner)
-                winner = self.tree[0]
-            if self._head(winner) is None:
+            while state[tree[0]] == _WINNER_POPPED:  # advance the inputs the last round took
+                self._advance(tree[0])
+                self._adjust(tree[0])
+            if head[tree[0]] == _END:
                 return np.array(order, dtype=np.int64)
-            while (
-                self.state[self.tree[0]] is not _State.WINNER_POPPED and self._head(self.tree[0]) is not None
-            ):
-                leaf = self.tree[0]
-                order.append(self.position[leaf])
-                self.state[leaf] = _State.WINNER_POPPED
+            while state[tree[0]] != _WINNER_POPPED and head[tree[0]] != _END:
+                leaf = tree[0]
+                order.append(head[leaf])
+                state[leaf] = _WINNER_POPPED
                 self._adjust(leaf)
-
-    def _head(self, leaf: int) -> int | None:
-        position = self.position[leaf]
-        return position if position < self.ends[leaf] else None
 
     def _advance(self, leaf: int) -> None:
         self.same_key_node[leaf] = -1
-        self.state[leaf] = _State.WINNER_NEW_KEY
-        self.position[leaf] = min(self.position[leaf] + 1, self.ends[leaf])
+        self.state[leaf] = _WINNER_NEW_KEY
+        following = self.head[leaf] + 1
+        self.head[leaf] = following if self.head[leaf] != _END and following < self.ends[leaf] else _END
 
-    def _key_order(self, parent: int, child: int) -> int:
-        """> 0: ``parent``'s head comes first; < 0: ``child``'s or an end of input; 0: equal keys."""
-        a, b = self._head(parent), self._head(child)
-        if a is None:
+    def _order(self, values: list[int], parent: int, child: int) -> int:
+        """> 0: ``parent``'s head comes first (smaller value); < 0: ``child``'s, or an input has ended."""
+        a, b = self.head[parent], self.head[child]
+        if a == _END:
             return -1
-        if b is None:
+        if b == _END:
             return 1
-        return (self.keys[a] < self.keys[b]) - (self.keys[a] > self.keys[b])
-
-    def _seq_order(self, parent: int, child: int) -> int:
-        """> 0: ``parent``'s head has the smaller sequence; 0: equal sequences."""
-        a, b = self._head(parent), self._head(child)
-        if a is None:
-            return -1
-        if b is None:
-            return 1
-        return (self.seqs[a] < self.seqs[b]) - (self.seqs[a] > self.seqs[b])
+        return (values[a] < values[b]) - (values[a] > values[b])
 
     def _mark_same_key(self, leaf: int, node: int) -> None:
         if self.same_key_node[leaf] == -1:
             self.same_key_node[leaf] = node
 
     def _adjust(self, winner: int) -> None:
+        tree, state = self.tree, self.state
         node = (winner + self.size) // 2
         while node > 0 and winner >= 0:
-            if self.tree[node] == -1:
-                self.state[winner] = _State.LOSER_NEW_KEY
-            else:
-                parent = self.tree[node]
-                state = self.state[winner]
-                if state is _State.WINNER_NEW_KEY:
-                    self._meet_new_key(node, parent, winner)
-                elif state is _State.WINNER_SAME_KEY:
-                    self._meet_same_key(node, parent, winner)
-                elif self.same_key_node[winner] < 0:  # popped, and no other input holds its key
-                    break
-                else:  # popped: the next input holding its key takes over where they met
-                    node = self.same_key_node[winner]
-                    self.state[winner] = _State.LOSER_POPPED
-                    self.state[self.tree[node]] = _State.WINNER_SAME_KEY
-            if not self.state[winner].wins:
-                winner, self.tree[node] = self.tree[node], winner
+            if tree[node] == -1:
+                state[winner] = _LOSER_NEW_KEY
+            elif state[winner] == _WINNER_NEW_KEY:
+                self._meet_new_key(node, tree[node], winner)
+            elif state[winner] == _WINNER_SAME_KEY:
+                self._meet_same_key(node, tree[node], winner)
+            elif self.same_key_node[winner] < 0:  # popped, and no other input holds its key
+                break
+            else:  # popped: the next input holding its key takes over where they met
+                node = self.same_key_node[winner]
+                state[winner] = _LOSER_POPPED
+                state[tree[node]] = _WINNER_SAME_KEY
+            if state[winner] < _WINNER_NEW_KEY:  # it lost here: the node keeps it, the other goes on
+                winner, tree[node] = tree[node], winner
             node //= 2
-        self.tree[0] = winner
+        tree[0] = winner
 
     def _meet_new_key(self, node: int, parent: int, winner: int) -> None:
-        parent_state = self.state[parent]
-        if parent_state is _State.LOSER_POPPED:
-            self.state[parent] = _State.WINNER_POPPED
+        state = self.state
+        if state[parent] == _LOSER_POPPED:
+            state[parent] = _WINNER_POPPED
             self.same_key_node[parent] = -1
-            self.state[winner] = _State.LOSER_NEW_KEY
+            state[winner] = _LOSER_NEW_KEY
             return
-        if parent_state is not _State.LOSER_NEW_KEY:
-            raise AssertionError(f"a new key met a node in state {parent_state}")
-        by_key = self._key_order(parent, winner)
+        if state[parent] != _LOSER_NEW_KEY:
+            raise AssertionError(f"a new key met a node in state {state[parent]}")
+        by_key = self._order(self.keys, parent, winner)
         if by_key == 0:
-            if self._seq_order(parent, winner) < 0:
-                self.state[parent] = _State.LOSER_SAME_KEY
+            if self._order(self.seqs, parent, winner) < 0:
+                state[parent] = _LOSER_SAME_KEY
                 self._mark_same_key(winner, node)
-            else:
-                self.state[winner] = _State.LOSER_SAME_KEY
-                self.state[parent] = _State.WINNER_NEW_KEY
+            else:  # a tie goes to the record already in the tree
+                state[winner] = _LOSER_SAME_KEY
+                state[parent] = _WINNER_NEW_KEY
                 self._mark_same_key(parent, node)
         elif by_key > 0:
-            self.state[parent] = _State.WINNER_NEW_KEY
-            self.state[winner] = _State.LOSER_NEW_KEY
+            state[parent] = _WINNER_NEW_KEY
+            state[winner] = _LOSER_NEW_KEY
 
     def _meet_same_key(self, node: int, parent: int, winner: int) -> None:
-        if self.state[parent] is not _State.LOSER_SAME_KEY:
+        if self.state[parent] != _LOSER_SAME_KEY:
             return
-        if self._seq_order(parent, winner) > 0:
-            self.state[parent] = _State.WINNER_SAME_KEY
-            self.state[winner] = _State.LOSER_SAME_KEY
+        if self._order(self.seqs, parent, winner) > 0:
+            self.state[parent] = _WINNER_SAME_KEY
+            self.state[winner] = _LOSER_SAME_KEY
             self._mark_same_key(parent, node)
-        else:
+        else:  # a tie goes to the record coming up
             self._mark_same_key(winner, node)
 
 
