@@ -371,6 +371,25 @@ class JavaPaimon:
             iterator.close()
         return rows
 
+    def read_with(
+        self, name: str, options: Mapping[str, str], *, audit_log: bool = False
+    ) -> list[tuple[Any, ...]]:
+        """A batch read of the table (or its ``$audit_log``, Java's ``AuditLogTable``) copied with dynamic
+        ``options``: ``(rowkind, *values)`` per row in read order; an audit-log row's values start with its
+        ``rowkind`` column."""
+        table = self.table(name)
+        if audit_log:
+            table = self.paimon.table.system.AuditLogTable(table)
+        dynamic = self.jvm.java.util.HashMap()
+        for key, value in options.items():
+            dynamic.put(key, str(value))
+        table = self._call(self.paimon.table.Table, table, "copy", (self.jvm.java.util.Map, dynamic))
+        builder = self._call(self.paimon.table.Table, table, "newReadBuilder")
+        return self._read_splits(table.rowType(), builder.newRead(), builder.newScan().plan().splits())
+
+    def create_tag(self, name: str, tag: str, snapshot_id: int) -> None:
+        self.table(name).createTag(tag, snapshot_id)
+
     def read_changes(self, name: str) -> list[tuple[Any, ...]]:
         """Every change of the table from its first snapshot on, as Java's stream scan reads them:
         ``(rowkind, *values)`` in the order read (a snapshot at a time, until the latest)."""

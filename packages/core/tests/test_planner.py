@@ -22,7 +22,7 @@ SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("p", pa.string())])
 
 @pytest.fixture()
 def history(catalog: Catalog) -> dict[str, Any]:
-    """Four snapshots: append 1, append 2, overwrite with 3, append 4; tag 'two' on snapshot 2."""
+    """Four snapshots: append 1, append 2, overwrite with 3, append 4; tags 'two' and 'four' on 2 and 4."""
     table = catalog.create_table("db.t", SCHEMA, options={"write-only": "true"})
     times = []
     for step, ids in enumerate([[1], [2], [3], [4]]):
@@ -31,6 +31,7 @@ def history(catalog: Catalog) -> dict[str, Any]:
         times.append(table.latest_snapshot().time_millis)  # type: ignore[union-attr]
         time.sleep(0.01)
     create_tag(table, "two", 2)
+    create_tag(table, "four", 4)
     return {"catalog": catalog, "times": times}
 
 
@@ -48,7 +49,9 @@ CASES: list[tuple[str, Callable[[list[int]], dict[str, str]], list[int]]] = [
     ("scan.mode=from-snapshot", lambda t: {"scan.mode": "from-snapshot", "scan.snapshot-id": "1"}, [1]),
     ("scan.mode=latest-full", lambda t: {"scan.mode": "latest-full"}, [3, 4]),
     ("incremental-between ids", lambda t: {"incremental-between": "1,2"}, [2]),
-    ("incremental-between tags", lambda t: {"incremental-between": "two,4"}, [4]),  # the overwrite is skipped
+    ("incremental-between overwrite", lambda t: {"incremental-between": "2,4"}, [4]),  # the overwrite skipped
+    # two tags are compared: the files of the end that the start lacks (the overwrite's included)
+    ("incremental-between tags", lambda t: {"incremental-between": "two,four"}, [3, 4]),
     ("incremental-between-timestamp", lambda t: {"incremental-between-timestamp": f"{t[0]},{t[1]}"}, [2]),
     ("scan.file-creation-time-millis", lambda t: {"scan.file-creation-time-millis": str(t[2] + 1)}, [4]),
 ]

@@ -28,6 +28,7 @@ def test_every_scan_option_reads_in_spark_what_python_reads(spark: Any, warehous
         times.append(table.latest_snapshot().time_millis)  # type: ignore[union-attr]
         time.sleep(0.01)
     create_tag(table, "two", 2)
+    create_tag(table, "four", 4)
     cases: list[dict[str, str]] = [
         {},
         {"scan.snapshot-id": "2"},
@@ -35,7 +36,7 @@ def test_every_scan_option_reads_in_spark_what_python_reads(spark: Any, warehous
         {"scan.timestamp-millis": str(times[1])},
         {"scan.mode": "from-snapshot", "scan.snapshot-id": "1"},
         {"incremental-between": "1,2"},
-        {"incremental-between": "two,4"},
+        {"incremental-between": "two,four"},
         {"incremental-between-timestamp": f"{times[0]},{times[1]}"},
         {"scan.file-creation-time-millis": str(times[2] + 1)},
     ]
@@ -108,6 +109,7 @@ def test_streaming_reads_start_where_the_python_stream_starts(spark: Any, wareho
         times.append(table.latest_snapshot().time_millis)  # type: ignore[union-attr]
         time.sleep(0.01)
     create_tag(table, "two", 2)
+    create_tag(table, "four", 4)
     cases: list[dict[str, str]] = [
         {},  # latest-full: the latest snapshot in full
         {"scan.mode": "latest"},  # nothing yet

@@ -727,10 +727,19 @@ CONSUMER_IGNORE_PROGRESS: Option[bool] = _declare(
 INCREMENTAL_BETWEEN_SCAN_MODE: Option[str] = _declare(
     Option(
         "incremental-between-scan-mode",
-        _choice("auto", "delta", "changelog"),
+        _choice("auto", "delta", "changelog", "diff"),
         "auto",
         "What an incremental read of a primary-key table reads: changelog files (auto, when the table has a "
-        "changelog producer), or the new data files.",
+        "changelog producer), or the new data files, merged; diff: the end snapshot compared with the start.",
+    )
+)
+INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT: Option[bool] = _declare(
+    Option(
+        "incremental-between-tag-to-snapshot",
+        parse_bool,
+        False,
+        "An incremental read between two tags reads the snapshots between them (as between two snapshot "
+        "ids) instead of comparing the tags' data.",
     )
 )
 STREAMING_READ_OVERWRITE: Option[bool] = _declare(

@@ -11,6 +11,7 @@ time-travel options, so an explicit argument always wins. See ``docs/reads.md``.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 from dataclasses import dataclass
@@ -156,11 +157,16 @@ class BatchScanStart:
         file_creation_time_millis: only files created at or after this instant.
         incremental_from: for an incremental read, the range's exclusive start: only the files the
             snapshots in ``(incremental_from, snapshot]`` appended are read.
+        diff: the incremental read compares ``snapshot`` with ``diff_from`` (None: nothing before).
+        diff_between_tags: the diff is between two tags, which Java 0.9 already compares (its way).
     """
 
     snapshot: Snapshot | None
     file_creation_time_millis: int | None = None
     incremental_from: int | None = None
+    diff: bool = False
+    diff_from: Snapshot | None = None
+    diff_between_tags: bool = False
 
 
 STREAMING_ONLY_KEYS = frozenset(
@@ -203,29 +209,98 @@ def resolve_batch_scan(table: Table, options: opts.Options | None = None) -> Bat
             raise SnapshotNotFoundError(None, f"no snapshot of {table.identifier} is as old as {millis} ms")
         return BatchScanStart(snapshot, creation)
     if mode == "incremental":
-        start, end = _incremental_range(table, options)
-        return BatchScanStart(sm.snapshot(end) if end > start else None, creation, start)
+        return _incremental_start(table, options, creation)
     raise ConfigError(f"scan.mode={mode} is not supported for batch reads of append tables", "scan.mode")
 
 
-def _incremental_range(table: Table, options: opts.Options) -> tuple[int, int]:
-    """(exclusive start, inclusive end) snapshot ids of ``incremental-between[-timestamp]``."""
+def _incremental_start(table: Table, options: opts.Options, creation: int | None) -> BatchScanStart:
+    """``incremental-between[-timestamp]`` resolved as Java Paimon does (docs/reads.md, "Incremental reads").
+
+    Snapshot ids and timestamps read the range's files merged (Java 0.9), or with
+    ``incremental-between-scan-mode = diff`` compare the end with the start (Java 1.1+); two tags are
+    compared (Java 0.9), or read as their snapshot ids with ``incremental-between-tag-to-snapshot``.
+    """
+    diff = options.get_option(opts.INCREMENTAL_BETWEEN_SCAN_MODE) == "diff"
     between = options.get_option(opts.INCREMENTAL_BETWEEN)
     between_times = options.get_option(opts.INCREMENTAL_BETWEEN_TIMESTAMP)
     if between is not None:
-        key, bounds = opts.INCREMENTAL_BETWEEN.key, between
-        start, end = (_snapshot_of(table, part) for part in _two(bounds, key))
-    elif between_times is not None:
-        key, bounds = opts.INCREMENTAL_BETWEEN_TIMESTAMP.key, between_times
+        key = opts.INCREMENTAL_BETWEEN.key
+        first, last = _two(between, key)
+        if not (first.isdigit() and last.isdigit()):
+            if first.isdigit() or last.isdigit():
+                raise ConfigError(f"{key}={between!r}: neither two tags nor two snapshot ids", key)
+            return _between_tags(table, options, first, last, creation, diff)
+        start, end = int(first), int(last)
+        _check_order(start, end, between, key)
         sm = table.snapshot_manager
-        found = [sm.snapshot_at_or_before_time(opts.to_millis(part)) for part in _two(bounds, key)]
-        start, end = (s.id if s is not None else 0 for s in found)
-    else:
+        return _range_start(
+            table, start, sm.snapshot(end) if end > start else None, between, key, creation, diff
+        )
+    if between_times is None:
         raise ConfigError("scan.mode=incremental needs 'incremental-between' or "
                           "'incremental-between-timestamp'", "scan.mode")  # fmt: skip
+    return _timestamp_start(table, between_times, creation, diff)
+
+
+def _between_tags(
+    table: Table, options: opts.Options, first: str, last: str, creation: int | None, diff: bool
+) -> BatchScanStart:
+    """Two tags: compared as Java 0.9 compares them, or read as their snapshot ids (Java 1.1+'s
+    ``incremental-between-tag-to-snapshot``)."""
+    key, between = opts.INCREMENTAL_BETWEEN.key, f"{first},{last}"
+    tags = TagManager(table.storage, table.path)
+    start, end = tags.tag(first).snapshot, tags.tag(last).snapshot
+    if options.get_option(opts.INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT):
+        return _range_start(table, start.id, end, between, key, creation, diff, start)
+    compared = _range_start(table, start.id, end, between, key, creation, True, start)
+    return dataclasses.replace(compared, diff_between_tags=compared.diff)
+
+
+def _timestamp_start(table: Table, between: str, creation: int | None, diff: bool) -> BatchScanStart:
+    key = opts.INCREMENTAL_BETWEEN_TIMESTAMP.key
+    start_ms, end_ms = (opts.to_millis(part) for part in _two(between, key))
+    _check_order(start_ms, end_ms, between, key)
+    sm = table.snapshot_manager
+    earliest, latest = sm.earliest(), sm.latest()
+    if earliest is None or latest is None or start_ms == end_ms:
+        return BatchScanStart(None, creation)
+    if start_ms > latest.time_millis or end_ms < earliest.time_millis:
+        return BatchScanStart(None, creation)
+    end = sm.snapshot_at_or_before_time(end_ms) or latest
+    start = sm.snapshot_at_or_before_time(start_ms)
+    if diff:
+        if start is None and earliest.id == 1:
+            return BatchScanStart(end, creation)  # Java 1.1+: everything up to the end, read whole
+        start = start or earliest
+        return _range_start(table, start.id, end, between, key, creation, True, start)
+    # Java: a start before the earliest snapshot reads from the earliest on
+    start_id = earliest.id - 1 if start is None or earliest.time_millis > start_ms else start.id
+    return _range_start(table, start_id, end, between, key, creation, False)
+
+
+def _range_start(
+    table: Table,
+    start: int,
+    end: Snapshot | None,
+    bounds: str,
+    key: str,
+    creation: int | None,
+    diff: bool,
+    start_snapshot: Snapshot | None = None,
+) -> BatchScanStart:
+    if end is None or end.id == start:
+        return BatchScanStart(None, creation)
+    _check_order(start, end.id, bounds, key)
+    if not diff:
+        return BatchScanStart(end, creation, start)
+    if start_snapshot is None:
+        start_snapshot = table.snapshot_manager.snapshot(start) if start > 0 else None
+    return BatchScanStart(end, creation, start, diff=True, diff_from=start_snapshot)
+
+
+def _check_order(start: int, end: int, bounds: str, key: str) -> None:
     if start > end:
         raise ConfigError(f"{key}={bounds!r}: the start is after the end", key)
-    return start, end
 
 
 def _two(text: str, key: str) -> tuple[str, str]:
@@ -233,13 +308,6 @@ def _two(text: str, key: str) -> tuple[str, str]:
     if len(parts) != 2 or not all(parts):
         raise ConfigError(f"{key}={text!r}: expected 'start,end'", key)
     return parts[0], parts[1]
-
-
-def _snapshot_of(table: Table, bound: str) -> int:
-    """A bound of ``incremental-between``: a snapshot id, or a tag name."""
-    if bound.isdigit():
-        return int(bound)
-    return TagManager(table.storage, table.path).tag(bound).snapshot.id
 
 
 STREAM_MODES = (

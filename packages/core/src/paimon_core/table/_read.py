@@ -27,7 +27,7 @@ from paimon_core.predicate import Predicate
 from paimon_core.storage import LocalBackend, join_path, local_path, unwrap
 from paimon_core.table._compacted_changelog import open_changelog_slice
 from paimon_core.table._pushdown import RowGroupFilter, compile_mask, rows_of_groups
-from paimon_core.table._scan import DataSplit, explain_missing
+from paimon_core.table._scan import DataSplit, explain_missing, is_changelog_file
 
 if TYPE_CHECKING:
     from paimon_core.table._table import Table
@@ -118,10 +118,11 @@ class TableRead:
         except FileNotFoundError:
             if split.snapshot_id <= 0:  # files outside any snapshot (a compaction's inputs)
                 raise DataFileError(f"data file {path} is missing from storage", path) from None
-            missing = DataFileError(
-                f"data file {path} is listed in snapshot {split.snapshot_id} but missing from storage", path
-            )
-            raise explain_missing(self.table, split.snapshot_id, missing) from None
+            snapshot_id = split.first_snapshot_id
+            listed = f"snapshot {snapshot_id}" if snapshot_id == split.snapshot_id else "a snapshot read"
+            what = "changelog file" if is_changelog_file(self.table, path) else "data file"
+            missing = DataFileError(f"{what} {path} is listed in {listed} but missing from storage", path)
+            raise explain_missing(self.table, snapshot_id, missing) from None
         except (pa.ArrowException, OSError) as exc:
             if isinstance(exc, PaimonError):
                 raise

@@ -34,6 +34,7 @@ from paimon_core.predicate import Predicate
 from paimon_core.snapshot import CommitKind, Snapshot
 from paimon_core.stats import decode_stats
 from paimon_core.storage import LocalBackend, unwrap
+from paimon_core.table._compacted_changelog import is_compacted_changelog
 from paimon_core.table._planner import BatchScanStart, created_since, resolve_batch_scan, scan_options
 from paimon_core.types import DataField
 
@@ -47,6 +48,14 @@ class DataSplit:
 
     ``streaming``: the files of a primary-key table hold changes (a snapshot's new files or changelog
     files), read in order without a merge, each record with its row kind.
+    ``incremental_from``: the files are those the snapshots in ``(incremental_from, snapshot_id]`` added
+    (``incremental-between``), merged as Java Paimon 0.9 merges them (see
+    :mod:`paimon_core.table.mergetree._incremental`).
+    ``before_files``: a diff split (``incremental-between-scan-mode = diff``, or two tags): the change from
+    these files (the range's start, merged) to ``files`` (its end, merged); files both hold are in neither.
+    ``diff_keeps_retractions``: a read that keeps retractions (``$audit_log``) keeps them in both merges of
+    a diff split, so a delete still at level 0 is seen (Java 1.1+); Java 0.9, which reads two tags this way,
+    drops them.
     """
 
     snapshot_id: int
@@ -55,6 +64,14 @@ class DataSplit:
     bucket_path: str
     files: tuple[DataFileMeta, ...]
     streaming: bool = False
+    incremental_from: int | None = None
+    before_files: tuple[DataFileMeta, ...] | None = None
+    diff_keeps_retractions: bool = False
+
+    @property
+    def first_snapshot_id(self) -> int:
+        """The oldest snapshot whose files the split reads: the one to ask about when a file is missing."""
+        return self.snapshot_id if self.incremental_from is None else self.incremental_from + 1
 
     @property
     def row_count(self) -> int:
@@ -157,7 +174,12 @@ def live_entries(
 
 def explain_missing(table: Table, snapshot_id: int, error: PaimonError) -> PaimonError:
     """A :class:`SnapshotExpiredError` when the snapshot whose file was missing is gone, or the missing data
-    file is one a newer snapshot replaced; else ``error``."""
+    file is one a newer snapshot replaced; else ``error``.
+
+    A changelog file is never live in a later snapshot, so only its snapshot's expiry explains it: one
+    missing while its snapshot is live stays ``error`` (a read or stream must not skip its changes).
+    ``snapshot_id``: the oldest snapshot whose files the failed read needed.
+    """
     sm = table.snapshot_manager
     retention = opts.retention_summary(table.options)
     expired = sm.expired_error(snapshot_id, detail=str(error), retention=retention)
@@ -168,10 +190,19 @@ def explain_missing(table: Table, snapshot_id: int, error: PaimonError) -> Paimo
         expired is None
         and isinstance(error, DataFileError)
         and error.path is not None
+        and not is_changelog_file(table, error.path)
         and _replaced_since(table, snapshot_id, error.path)
     ):
         expired = SnapshotExpiredError(snapshot_id, sm.earliest_id(), retention, str(error))
     return expired if expired is not None else error
+
+
+def is_changelog_file(table: Table, path: str) -> bool:
+    """Whether ``path`` names a changelog file (``changelog-file.prefix``, or a compacted one)."""
+    name = path.rsplit("/", 1)[-1]
+    return is_compacted_changelog(name) or name.startswith(
+        table.options.get_option(opts.CHANGELOG_FILE_PREFIX)
+    )
 
 
 def _replaced_since(table: Table, snapshot_id: int, path: str) -> bool:
@@ -373,6 +404,8 @@ class TableScan:
             return []
         if start.incremental_from is None:
             entries = self.pruner.live(start.snapshot)
+        elif start.diff:
+            entries = self._diff_entries()[1]
         else:
             entries = self._appended_since(start.incremental_from, start.snapshot)
         since = start.file_creation_time_millis
@@ -390,18 +423,75 @@ class TableScan:
             snapshot = last if snapshot_id == last.id else sm.snapshot(snapshot_id)
             if changelog:
                 if snapshot.commit_kind != CommitKind.OVERWRITE:
-                    entries += self.pruner.changelog(snapshot)
+                    entries += self._in_split_order(self.pruner.changelog(snapshot))
             elif snapshot.commit_kind == CommitKind.APPEND or (
                 overwrites and snapshot.commit_kind == CommitKind.OVERWRITE
             ):
-                entries += self.pruner.added(snapshot)
+                entries += self._in_split_order(self.pruner.added(snapshot))
         return entries
+
+    def _in_split_order(self, entries: list[ManifestEntry]) -> list[ManifestEntry]:
+        """A snapshot's files of each bucket of a primary-key table in the order Java's split generator
+        gives them: the merge of an incremental read depends on it (``mergetree._incremental``)."""
+        if not self.table.schema.primary_keys or len(entries) < 2:
+            return entries
+        from paimon_core.table.mergetree import KeyValueLayout  # mergetree imports this module
+        from paimon_core.table.mergetree._incremental import java_split_files
+
+        key_of = KeyValueLayout(self.table.schema).key_of
+        by_bucket: dict[tuple[bytes, int], list[ManifestEntry]] = {}
+        for entry in entries:
+            by_bucket.setdefault((entry.partition, entry.bucket), []).append(entry)
+        ordered: list[ManifestEntry] = []
+        for group in by_bucket.values():
+            by_file = {id(e.file): e for e in group}
+            ordered += [by_file[id(f)] for f in java_split_files([e.file for e in group], key_of)]
+        return ordered
+
+    def _diff_entries(self) -> tuple[list[ManifestEntry], list[ManifestEntry]]:
+        """The live files of the diff's start and of its end that the other does not hold."""
+        before = self.pruner.live(self.start.diff_from)
+        after = self.pruner.live(self.start.snapshot)
+        before_names = {e.file.file_name for e in before}
+        after_names = {e.file.file_name for e in after}
+        return (
+            [e for e in before if e.file.file_name not in after_names],
+            [e for e in after if e.file.file_name not in before_names],
+        )
 
     def plan(self) -> list[DataSplit]:
         if self.snapshot is None:
             return []
         with gc_paused():
-            return make_splits(self.table, self.snapshot.id, self.files())
+            if self.start.diff and self.table.schema.primary_keys:
+                return self._diff_splits()
+            since = self.start.incremental_from
+            return make_splits(self.table, self.snapshot.id, self.files(), incremental_from=since)
+
+    def _diff_splits(self) -> list[DataSplit]:
+        """A split per bucket whose files changed: its end files and its start files (Java's
+        ``readIncrementalDiff``)."""
+        assert self.snapshot is not None
+        before, after = self._diff_entries()
+        since = self.start.file_creation_time_millis
+        sides: dict[tuple[bytes, int], tuple[list[DataFileMeta], list[DataFileMeta]]] = {}
+        for index, entries in enumerate((before, after)):
+            for entry in entries:
+                if since is None or created_since(entry, since):
+                    sides.setdefault((entry.partition, entry.bucket), ([], []))[index].append(entry.file)
+        return [
+            DataSplit(
+                self.snapshot.id,
+                partition,
+                bucket,
+                self.table.bucket_dir(partition, bucket),
+                tuple(sorted(after_files, key=_file_order)),
+                incremental_from=self.start.incremental_from,
+                before_files=tuple(sorted(before_files, key=_file_order)),
+                diff_keeps_retractions=not self.start.diff_between_tags,
+            )
+            for (partition, bucket), (before_files, after_files) in sides.items()
+        ]
 
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
         """The scan's rows (its splits read with its filter) as an Arrow C stream (the PyCapsule interface)."""
@@ -418,12 +508,20 @@ def incremental_reads_changelog(options: opts.Options) -> bool:
     return mode == "changelog"
 
 
+def _file_order(file: DataFileMeta) -> tuple[int, str]:
+    return file.min_sequence_number, file.file_name
+
+
 def make_splits(
-    table: Table, snapshot_id: int, entries: Iterable[ManifestEntry], streaming: bool = False
+    table: Table,
+    snapshot_id: int,
+    entries: Iterable[ManifestEntry],
+    streaming: bool = False,
+    incremental_from: int | None = None,
 ) -> list[DataSplit]:
     """Group files per (partition, bucket) and bin-pack them to ``source.split.target-size``; a bucket of
     a primary-key table is one split (its files merge with each other, or, ``streaming``, are read in
-    order as changes)."""
+    order as changes; ``incremental_from``: they are a range's files, see :class:`DataSplit`)."""
     target = table.options.get_option(opts.SOURCE_SPLIT_TARGET_SIZE)
     open_cost = table.options.get_option(opts.SOURCE_SPLIT_OPEN_FILE_COST)
     groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
@@ -431,10 +529,15 @@ def make_splits(
         groups.setdefault((entry.partition, entry.bucket), []).append(entry.file)
     splits = []
     for (partition, bucket), files in groups.items():
-        files.sort(key=lambda f: (f.min_sequence_number, f.file_name))
+        if incremental_from is None:  # an incremental read keeps the range's order (mergetree._incremental)
+            files.sort(key=_file_order)
         bucket_path = table.bucket_dir(partition, bucket)
         if table.schema.primary_keys:
-            splits.append(DataSplit(snapshot_id, partition, bucket, bucket_path, tuple(files), streaming))
+            splits.append(
+                DataSplit(
+                    snapshot_id, partition, bucket, bucket_path, tuple(files), streaming, incremental_from
+                )
+            )
             continue
         current: list[DataFileMeta] = []
         weight = 0

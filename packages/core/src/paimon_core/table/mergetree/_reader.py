@@ -24,6 +24,12 @@ from paimon_core.table._pushdown import RowGroupFilter, rows_of_groups
 from paimon_core.table._read import ROW_KIND_FIELD, TableRead, with_inserts
 from paimon_core.table._scan import DataSplit
 from paimon_core.table.mergetree._changelog import LeveledRecords, drop_superseded
+from paimon_core.table.mergetree._incremental import (
+    diff_records,
+    java_sections,
+    java_split_files,
+    order_as_java_merge,
+)
 from paimon_core.table.mergetree._layout import SEQUENCE_NUMBER, VALUE_KIND, KeyValueLayout, is_add
 from paimon_core.table.mergetree._levels import SortedRun, interval_partition
 from paimon_core.table.mergetree._merge import (
@@ -212,7 +218,48 @@ class KeyValueTableRead(TableRead):
         return merge_records(records, self.layout, self.engine, self.descending, sorted_runs=True)
 
     def read_split(self, split: DataSplit) -> pa.Table:
-        return self._read_changes(split) if split.streaming else self._read_merged(split)
+        if split.before_files is not None:
+            return self._read_diff(split, split.before_files)
+        if split.streaming:
+            return self._read_changes(split)
+        return self._read_merged(split) if split.incremental_from is None else self._read_incremental(split)
+
+    def _read_incremental(self, split: DataSplit) -> pa.Table:
+        """A range's files, merged as Java 0.9's reader merges them (see ``mergetree._incremental``): no
+        raw shortcut and no row-group pruning, which would change how a run's records meet."""
+        parts = []
+        key_of = self.layout.key_of
+        for section in java_sections(java_split_files(split.files, key_of), key_of):
+            runs, levels = [], []
+            for run in section:
+                tables = [self.read_records(split, f) for f in run.files]
+                runs.append(pa.concat_tables(tables))
+                levels += [
+                    np.full(t.num_rows, f.level, np.int32) for f, t in zip(run.files, tables, strict=True)
+                ]
+            leveled = order_as_java_merge(runs, np.concatenate(levels), self.layout, self.descending)
+            if self.lookup_merge:
+                leveled = drop_superseded(leveled)
+            rows = self.engine.merge(leveled.records, leveled.groups)
+            parts.append(self._as_output(rows if self.keep_delete else only_adds(rows)))
+        return pa.concat_tables(parts) if parts else self.output_schema.empty_table()
+
+    def _read_diff(self, split: DataSplit, before_files: Sequence[DataFileMeta]) -> pa.Table:
+        """The change from the merged ``before_files`` to the merged files of the split."""
+        retractions = self.keep_delete and split.diff_keeps_retractions
+        before = self._merged_keys(split, before_files, retractions)
+        after = self._merged_keys(split, split.files, retractions)
+        changes = diff_records(before, after, self.layout.key_names, self.keep_delete)
+        return self._as_output(changes)
+
+    def _merged_keys(self, split: DataSplit, files: Sequence[DataFileMeta], retractions: bool) -> pa.Table:
+        """Every key of ``files`` once, merged; a key merged to a retraction kept only with ``retractions``."""
+        parts = [
+            self.merged(split, [f for run in section for f in run.files])
+            for section in interval_partition(list(files), self.layout.key_of)
+        ]
+        parts = parts if retractions else [only_adds(part) for part in parts]
+        return pa.concat_tables(parts) if parts else self.layout.records_schema.empty_table()
 
     def _read_changes(self, split: DataSplit) -> pa.Table:
         """A streaming split: every record of its files in order, with its row kind."""
