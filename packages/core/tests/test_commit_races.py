@@ -15,7 +15,6 @@ from paimon_core.errors import (
     CommitFilesError,
     CommitHistoryExpiredError,
     CommitIdentifierError,
-    CommitStateUnknownError,
     CorruptMetadataError,
     SnapshotExpiredError,
 )

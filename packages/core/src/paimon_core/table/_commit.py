@@ -482,7 +482,9 @@ class TableCommit:
             # with a compaction that expired.
             if (committed is not None and added <= committed) or (
                 committed is None
-                and (self._live_or_gone(messages) or (bool(added) and self._compacted_away(identifier, added)))
+                and (
+                    self._live_or_gone(messages) or (bool(added) and self._compacted_away(identifier, added))
+                )
             ):
                 return True
         except (OSError, CorruptMetadataError) as exc:

@@ -63,12 +63,12 @@ class CommitProgress:
             return None
         try:
             data = json.loads(text)
-            users = {
-                str(user): (int(entry[0]), int(entry[1])) for user, entry in dict(data["users"]).items()
-            }
+            users = {str(user): (int(entry[0]), int(entry[1])) for user, entry in dict(data["users"]).items()}
             return cls(users, bool(data.get("partial", False)))
         except (ValueError, KeyError, TypeError, IndexError) as exc:
-            logger.warning("snapshot %s has an unreadable %s property: %s", snapshot.id, PROGRESS_PROPERTY, exc)
+            logger.warning(
+                "snapshot %s has an unreadable %s property: %s", snapshot.id, PROGRESS_PROPERTY, exc
+            )
             return None
 
     def with_commit(self, user: str, identifier: int, snapshot_id: int) -> CommitProgress:
