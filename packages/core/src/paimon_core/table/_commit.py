@@ -369,18 +369,21 @@ class TableCommit:
         return created
 
     def _expire_after(self, created: Sequence[int]) -> None:
-        """Snapshot expiration after a commit, as Java's committer does (never for write-only tables).
+        """Consumer and snapshot expiration after a commit, as Java's committer does (the hook skips snapshot
+        expiration for write-only tables).
 
         The commit has landed whatever happens here: a failure is logged, never raised.
         """
         hook = self.table.hooks.after_commit
-        if not created or hook is None or self.table.options.get_option(opts.WRITE_ONLY):
+        if not created or hook is None:
             return
         try:
             hook(self.table, created)
         except Exception:
             logger.warning(
-                "snapshot expiration after a commit to %s failed", self.table.identifier, exc_info=True
+                "consumer or snapshot expiration after a commit to %s failed",
+                self.table.identifier,
+                exc_info=True,
             )
 
     def is_committed(self, commit_identifier: int) -> bool:
