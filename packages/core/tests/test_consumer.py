@@ -6,6 +6,8 @@ import json
 import threading
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from paimon_core import Catalog, Consumer, ConsumerManager
 from paimon_core.errors import ConfigError, CorruptMetadataError, SnapshotNotFoundError
@@ -181,3 +183,37 @@ def test_clear_consumers_refuses_a_bad_pattern(table) -> None:  # type: ignore[n
     with pytest.raises(ConfigError, match="including_consumers is not a valid regular expression"):
         clear_consumers(table, "job-(")
     assert ConsumerManager(table.storage, table.path).consumers() == {"a": 1}
+
+
+@given(
+    ages_h=st.dictionaries(
+        st.from_regex(r"[a-z][a-z0-9_-]{0,8}", fullmatch=True), st.integers(0, 500), max_size=6
+    ),
+    limit_h=st.integers(1, 400),
+)
+@settings(max_examples=25)
+def test_expiration_deletes_exactly_the_consumers_idle_past_the_limit(
+    tmp_path_factory: pytest.TempPathFactory, ages_h: dict[str, int], limit_h: int
+) -> None:
+    import os
+    import time
+
+    import pyarrow as pa
+
+    from paimon_core.maintenance import expire_consumers
+
+    catalog = Catalog.open(str(tmp_path_factory.mktemp("wh")), create=True)
+    catalog.create_database("db")
+    schema = pa.schema([pa.field("id", pa.int64())])
+    table = catalog.create_table("db.t", schema, options={"consumer.expiration-time": f"{limit_h} h"})
+    table.append(pa.table({"id": [1]}, schema=schema))
+    manager = ConsumerManager(table.storage, table.path)
+    now = time.time()
+    for consumer_id, age in ages_h.items():
+        manager.reset_consumer(consumer_id, Consumer(1))
+        then = now - age * 3600 - 1800  # half an hour off the hour: never on the limit
+        os.utime(manager.consumer_path(consumer_id), (then, then))
+    expired = expire_consumers(table, now_millis=int(now * 1000))
+    idle = {c for c, age in ages_h.items() if age + 0.5 > limit_h}
+    assert set(expired) == idle
+    assert set(manager.consumers()) == set(ages_h) - idle
