@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from paimon_core import Catalog
+from paimon_core import Catalog, ConsumerManager
 from paimon_core.cli import main
 
 SCHEMA = pa.schema([pa.field("k", pa.string()), pa.field("v", pa.int64())])
@@ -72,6 +72,11 @@ def test_maintenance_commands(catalog: Catalog, capsys: pytest.CaptureFixture[st
     assert main(["remove-orphan-files", path, "--dry-run"]) == 0
     assert "would delete 0 orphan file(s)" in capsys.readouterr().out
     assert main(["reset-consumer", path, "reader", "--next-snapshot", "2"]) == 0
+    assert main(["reset-consumer", path, "keeper", "--next-snapshot", "2"]) == 0
+    capsys.readouterr()
+    assert main(["clear-consumers", path, "--excluding", "keep.*"]) == 0
+    assert capsys.readouterr().out == "cleared 1 consumer(s): reader\n"
+    assert ConsumerManager(table.storage, table.path).consumers() == {"keeper": 2}
     assert main(["delete-tag", path, "first"]) == 0
     assert main(["rollback", path, "--tag", "missing"]) == 1
     assert "tag 'missing' does not exist" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Callable
 from typing import Any
@@ -14,7 +15,6 @@ from paimon_core.errors import (
     CommitFilesError,
     CommitHistoryExpiredError,
     CommitIdentifierError,
-    CommitStateUnknownError,
     CorruptMetadataError,
     SnapshotExpiredError,
 )
@@ -39,6 +39,15 @@ def _rows(*ids: int) -> pa.Table:
 
 def _ids(table: Table) -> list[int]:
     return sorted(table.to_arrow().column("id").to_pylist())
+
+
+def _drop_commit_progress(table: Table) -> None:
+    """Rewrite every snapshot without its commit progress record, as Java Paimon writes snapshots."""
+    sm = table.snapshot_manager
+    for snapshot_id in sm.list_ids():
+        snapshot = sm.snapshot(snapshot_id)
+        bare = dataclasses.replace(snapshot, properties=None)
+        table.storage.write_bytes(sm.snapshot_path(snapshot_id), bare.to_json().encode(), overwrite=True)
 
 
 def _pause_publish(handle: Table, meanwhile: Callable[[], None]) -> None:
@@ -219,16 +228,25 @@ def test_a_read_whose_replaced_file_went_before_earliest_moved_says_the_snapshot
     assert not isinstance(info.value, SnapshotExpiredError)
 
 
-def test_a_replayed_overwrite_without_files_is_refused_when_its_history_expired(table: Table) -> None:
+@pytest.mark.parametrize("recorded", [True, False], ids=["progress-recorded", "history-without-record"])
+def test_a_replayed_overwrite_without_files_is_never_repeated_when_its_history_expired(
+    table: Table, recorded: bool
+) -> None:
     table.append(_rows(1))
     empty = table.new_write().prepare_commit()
     assert table.new_commit("job").overwrite(empty, commit_identifier=7) == [2]  # truncates
     table.append(_rows(2))
+    if not recorded:  # as Java or an older release wrote them
+        _drop_commit_progress(table)
     expire_snapshots(table, retain_max=1, retain_min=1, older_than=FAR_FUTURE)
     # A restarted job replays identifier 7: it adds no files to recognise it by, and truncating again would
-    # drop row 2, acknowledged after it.
-    with pytest.raises(CommitStateUnknownError, match="cannot be told"):
-        table.new_commit("job").overwrite(empty, commit_identifier=7)
+    # drop row 2, acknowledged after it. The progress record of the latest snapshot tells it landed;
+    # without one, whether it landed cannot be told.
+    if recorded:
+        assert table.new_commit("job").overwrite(empty, commit_identifier=7) == []
+    else:
+        with pytest.raises(CommitHistoryExpiredError, match="cannot be told"):
+            table.new_commit("job").overwrite(empty, commit_identifier=7)
     assert _ids(table) == [2]
     assert table.new_commit("job").overwrite(empty) == [4]  # the batch identifier is the way out
     assert _ids(table) == []
@@ -303,7 +321,7 @@ def _publish_then_time_out(handle: Table, meanwhile: Callable[[], None]) -> None
     manager.try_publish = timing_out  # type: ignore[method-assign]
 
 
-def _compact_and_expire(table: Table, *, keep_compaction: bool) -> Callable[[], None]:
+def _compact_and_expire(table: Table, *, keep_compaction: bool, recorded: bool = True) -> Callable[[], None]:
     def run() -> None:
         from paimon_core.compact import compact_table
 
@@ -311,6 +329,8 @@ def _compact_and_expire(table: Table, *, keep_compaction: bool) -> Callable[[], 
         compact_table(table.copy({"compaction.min.file-num": "2"}))  # replaces the unseen commit's file
         if not keep_compaction:
             table.append(_rows(3))  # ... and the compaction expires too, deleting that file
+        if not recorded:
+            _drop_commit_progress(table)
         expire_snapshots(table, retain_max=1, retain_min=1, older_than=FAR_FUTURE)
 
     return run
@@ -320,7 +340,7 @@ def test_an_unknown_outcome_that_landed_and_was_compacted_away_is_not_committed_
     table: Table, tmp_path: Any
 ) -> None:
     timing_out = Catalog.open(str(tmp_path / "warehouse")).get_table("db.t")
-    _publish_then_time_out(timing_out, _compact_and_expire(table, keep_compaction=True))
+    _publish_then_time_out(timing_out, _compact_and_expire(table, keep_compaction=True, recorded=False))
     writer = timing_out.new_write()
     writer.write(_rows(1))
     # The committer's own snapshot expired before it looked again, but the compaction that replaced its
@@ -329,9 +349,28 @@ def test_an_unknown_outcome_that_landed_and_was_compacted_away_is_not_committed_
     assert _ids(table) == [1, 2]
 
 
-def test_an_unknown_outcome_whose_history_expired_is_not_guessed(table: Table, tmp_path: Any) -> None:
+def test_an_unknown_outcome_that_landed_and_expired_is_told_by_the_progress_record(
+    table: Table, tmp_path: Any
+) -> None:
     timing_out = Catalog.open(str(tmp_path / "warehouse")).get_table("db.t")
     _publish_then_time_out(timing_out, _compact_and_expire(table, keep_compaction=False))
+    writer = timing_out.new_write()
+    writer.write(_rows(1))
+    messages = writer.prepare_commit()
+    # Its snapshot and its files are gone, but the latest snapshot records identifier 1 of "job" landed.
+    assert timing_out.new_commit("job").commit(messages, 1) == []
+    assert _ids(table) == [1, 2, 3]
+    restarted = table.new_commit("job")
+    assert restarted.is_committed(1)
+    assert restarted.commit(messages, 1) == []
+    assert _ids(table) == [1, 2, 3]
+
+
+def test_an_unknown_outcome_whose_history_expired_unrecorded_is_not_guessed(
+    table: Table, tmp_path: Any
+) -> None:
+    timing_out = Catalog.open(str(tmp_path / "warehouse")).get_table("db.t")
+    _publish_then_time_out(timing_out, _compact_and_expire(table, keep_compaction=False, recorded=False))
     writer = timing_out.new_write()
     writer.write(_rows(1))
     messages = writer.prepare_commit()

@@ -60,6 +60,13 @@ def test_tags_rollback_and_consumers(spark: Any, warehouse: str) -> None:
     assert consumers.consumers() == {}
     with pytest.raises(Exception, match="snapshot 9"):
         _call(spark, sql.replace("=> 2", "=> 9"))
+    for consumer_id in ("job1", "job2", "other"):
+        consumers.reset_to(consumer_id, 2)
+    clear = "SELECT * FROM paimon_clear_consumers(table => 'db.t', including_consumers => 'job.*'{})"
+    assert _call(spark, clear.format(", excluding_consumers => 'job2'"))
+    assert consumers.consumers() == {"job2": 2, "other": 2}
+    assert _call(spark, "SELECT * FROM paimon_clear_consumers(table => 'db.t')")
+    assert consumers.consumers() == {}
 
 
 def test_expire_snapshots_and_remove_orphan_files(spark: Any, warehouse: str) -> None:

@@ -746,6 +746,28 @@ PROCEDURES = [
         check=_check_consumers({}),
     ),
     Example(
+        "clear-consumers",
+        (
+            *T_WITH_SNAPSHOTS,
+            "CALL sys.reset_consumer(table => 'default.T', consumerId => 'job1', nextSnapshotId => 2)",
+            "CALL sys.reset_consumer(table => 'default.T', consumerId => 'job2', nextSnapshotId => 2)",
+            "CALL sys.reset_consumer(table => 'default.T', consumerId => 'other', nextSnapshotId => 2)",
+            "CALL sys.clear_consumers(table => 'default.T', includingConsumers => 'job.*', "
+            "excludingConsumers => 'job2')",
+        ),
+        rows=[(True,)],
+        check=_check_consumers({"job2": 2, "other": 2}),
+    ),
+    Example(
+        "clear-consumers-all",
+        (
+            *T_WITH_SNAPSHOTS,
+            "CALL sys.reset_consumer(table => 'default.T', consumer_id => 'job1', next_snapshot_id => 2)",
+            "CALL sys.clear_consumers(table => 'default.T')",
+        ),
+        check=_check_consumers({}),
+    ),
+    Example(
         "merge-into-flink",
         (
             *TARGET,

@@ -8,16 +8,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from paimon_core import options as opts
 from paimon_core.compact import InlineBucketCompaction, InlineCompactor, precommit_compact
-from paimon_core.maintenance import expire_snapshots, might_expire
+from paimon_core.maintenance import expire_consumers, expire_snapshots, might_expire
 from paimon_core.table import Table, TableHooks
 
 __all__ = ["STANDARD_HOOKS"]
 
 
 def _expire_after_commit(table: Table, created: Sequence[int]) -> None:
-    """Expire snapshots after a commit, as Java's committer does (cheaply skipped when nothing can expire)."""
-    if might_expire(table, max(created)):
+    """Expire idle consumers, then snapshots, after a commit, as Java's committer does: consumers first, so
+    that the snapshots they held go in the same round; snapshots never for write-only tables (Java expires
+    consumers there too), and cheaply skipped when nothing can expire."""
+    expire_consumers(table)
+    if not table.options.get_option(opts.WRITE_ONLY) and might_expire(table, max(created)):
         expire_snapshots(table)
 
 

@@ -321,6 +321,9 @@ def _add_maintenance_commands(commands: Any) -> None:
     consumer = table_command("reset-consumer", "move a consumer to a snapshot, or delete it")
     consumer.add_argument("consumer_id")
     consumer.add_argument("--next-snapshot", type=int, default=None, help="omit to delete the consumer")
+    clear = table_command("clear-consumers", "delete consumers by id (regular expressions, whole ids)")
+    clear.add_argument("--including", default=None, help="ids to delete (default: all)")
+    clear.add_argument("--excluding", default=None, help="ids to keep among them")
 
 
 def _run_maintenance(args: argparse.Namespace) -> bool:
@@ -330,7 +333,7 @@ def _run_maintenance(args: argparse.Namespace) -> bool:
 
     command = args.command
     if command not in ("create-tag", "delete-tag", "rollback", "expire-snapshots", "remove-orphan-files",
-                       "reset-consumer"):  # fmt: skip
+                       "reset-consumer", "clear-consumers"):  # fmt: skip
         return False
     table = _open_table(args.table_uri, _conf(args.option))
     if command == "create-tag":
@@ -364,6 +367,9 @@ def _run_maintenance(args: argparse.Namespace) -> bool:
             print(path)
         verb = "would delete" if args.dry_run else "deleted"
         print(f"{verb} {len(result.deleted)} orphan file(s), {human_size(result.deleted_bytes)}")
+    elif command == "clear-consumers":
+        cleared = maintenance.clear_consumers(table, args.including, args.excluding)
+        print(f"cleared {len(cleared)} consumer(s)" + (f": {', '.join(sorted(cleared))}" if cleared else ""))
     else:
         ConsumerManager(table.storage, table.path).reset_to(args.consumer_id, args.next_snapshot)
         print(f"consumer {args.consumer_id!r} " + ("deleted" if args.next_snapshot is None else "reset"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass
 
@@ -113,6 +114,56 @@ class ConsumerManager:
         with contextlib.suppress(FileNotFoundError):
             self.storage.delete(self.consumer_path(consumer_id))
 
+    def _consumer_files(self) -> list[tuple[str, int]]:
+        """(consumer id, file modification time in epoch millis, 0 when unknown) of every consumer file."""
+        try:
+            infos = self.storage.list_dir(self.consumer_dir)
+        except FileNotFoundError:
+            return []
+        return [
+            (info.name[len(CONSUMER_PREFIX) :], info.mtime_ms)
+            for info in infos
+            if not info.is_dir
+            and info.name.startswith(CONSUMER_PREFIX)
+            and len(info.name) > len(CONSUMER_PREFIX)
+        ]
+
+    def expire(self, older_than_ms: int) -> list[str]:
+        """Delete the consumers whose file was last written before ``older_than_ms`` (epoch millis), as
+        Java's ``ConsumerManager.expire`` does; a file whose time the store does not know is kept.
+
+        Returns:
+            The ids of the consumers deleted.
+        """
+        expired = [cid for cid, mtime in self._consumer_files() if 0 < mtime < older_than_ms]
+        for consumer_id in expired:
+            self.delete_consumer(consumer_id)
+        if expired:
+            logger.info("expired idle consumers %s of %s", ", ".join(sorted(expired)), self.table_path)
+        return expired
+
+    def clear(self, including: str | None = None, excluding: str | None = None) -> list[str]:
+        """Paimon's ``clear_consumers``: delete the consumers whose id matches the ``including`` regular
+        expression (all when None or blank) and not the ``excluding`` one; whole ids must match, as Java's
+        ``Matcher.matches``.
+
+        Returns:
+            The ids of the consumers deleted.
+
+        Raises:
+            ConfigError: a pattern is not a valid regular expression.
+        """
+        include = _pattern(including, "including_consumers") or re.compile(".*", re.DOTALL)
+        exclude = _pattern(excluding, "excluding_consumers")
+        cleared = [
+            cid
+            for cid, _ in self._consumer_files()
+            if include.fullmatch(cid) and not (exclude is not None and exclude.fullmatch(cid))
+        ]
+        for consumer_id in cleared:
+            self.delete_consumer(consumer_id)
+        return cleared
+
     def consumers(self) -> dict[str, int]:
         """Every consumer id with its next snapshot."""
         try:
@@ -133,3 +184,12 @@ class ConsumerManager:
         """The smallest ``nextSnapshot`` over all consumers (expiration must keep it), or None."""
         values = self.consumers().values()
         return min(values) if values else None
+
+
+def _pattern(text: str | None, name: str) -> re.Pattern[str] | None:
+    if text is None or not text.strip():
+        return None
+    try:
+        return re.compile(text)
+    except re.error as exc:
+        raise ConfigError(f"{name} is not a valid regular expression: {text!r} ({exc})", name) from None

@@ -9,6 +9,7 @@ Python UDTF with the same argument names (see :mod:`paimon_spark._procedures` fo
     SELECT * FROM paimon_expire_snapshots(table => 'db.t', retain_max => 5, older_than => '2026-01-01 00:00:00')
     SELECT * FROM paimon_remove_orphan_files(table => 'db.t', older_than => '2026-01-01 00:00:00', dry_run => true)
     SELECT * FROM paimon_reset_consumer(table => 'db.t', consumer_id => 'job1', next_snapshot_id => 7)
+    SELECT * FROM paimon_clear_consumers(table => 'db.t', including_consumers => 'job.*', excluding_consumers => 'job1')
 
 Every procedure also takes ``options`` (``'warehouse=/wh,k=v'``: the warehouse, catalog options and dynamic
 table options, as for ``paimon_compact``). Each returns one row ``result``: true for the tag, rollback and
@@ -23,7 +24,14 @@ from typing import ClassVar
 
 from paimon_core import Catalog
 from paimon_core.consumer import ConsumerManager
-from paimon_core.maintenance import create_tag, delete_tag, expire_snapshots, remove_orphan_files, rollback_to
+from paimon_core.maintenance import (
+    clear_consumers,
+    create_tag,
+    delete_tag,
+    expire_snapshots,
+    remove_orphan_files,
+    rollback_to,
+)
 from paimon_core.table import Table
 from paimon_spark._procedures import split_procedure_options
 
@@ -123,6 +131,18 @@ class ResetConsumerProcedure(_TableProcedure):
         yield (True,)
 
 
+class ClearConsumersProcedure(_TableProcedure):
+    def eval(
+        self,
+        table: str,
+        including_consumers: str | None = None,
+        excluding_consumers: str | None = None,
+        options: str | None = None,
+    ) -> Iterator[tuple[bool]]:
+        clear_consumers(self._open(table, options), including_consumers, excluding_consumers)
+        yield (True,)
+
+
 MAINTENANCE_PROCEDURES: Mapping[str, tuple[type[_TableProcedure], str]] = {
     "paimon_create_tag": (CreateTagProcedure, "result boolean"),
     "paimon_delete_tag": (DeleteTagProcedure, "result boolean"),
@@ -130,5 +150,6 @@ MAINTENANCE_PROCEDURES: Mapping[str, tuple[type[_TableProcedure], str]] = {
     "paimon_expire_snapshots": (ExpireSnapshotsProcedure, "result bigint"),
     "paimon_remove_orphan_files": (RemoveOrphanFilesProcedure, "result bigint"),
     "paimon_reset_consumer": (ResetConsumerProcedure, "result boolean"),
+    "paimon_clear_consumers": (ClearConsumersProcedure, "result boolean"),
 }
 """UDTF name -> (class, return schema); :func:`paimon_spark.register_procedures` registers each."""

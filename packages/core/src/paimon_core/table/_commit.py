@@ -58,7 +58,7 @@ from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from paimon_core.storage import Capability, CommitLock, join_path, open_commit_lock
 from paimon_core.table._chain import follows_chain
 from paimon_core.table._compacted_changelog import real_changelog_path
-from paimon_core.table._history import OwnCommits
+from paimon_core.table._history import PROGRESS_PROPERTY, CommitProgress, OwnCommits, rebuild_progress
 from paimon_core.table._messages import CommitMessage
 from paimon_core.table._scan import explain_missing, manifest_metas, read_entries
 
@@ -96,6 +96,11 @@ class _Published:
 
 class _AlreadyLive(Exception):
     """Every file the attempt adds is live already: these messages were committed before."""
+
+
+class _LandedUnseen(Exception):
+    """An attempt whose outcome was unknown landed, and its snapshot expired before the committer looked
+    again: the commit progress record of a later snapshot names it."""
 
 
 @dataclass(frozen=True)
@@ -157,6 +162,7 @@ class TableCommit:
         # snapshot follows under the same identifier.
         self._landed_now: set[int] = set()
         self._new_name = ManifestNamer()
+        self._rebuilt: tuple[int, CommitProgress] | None = None  # the record of a latest snapshot without one
         self._max_retries = table.options.get_option(opts.COMMIT_MAX_RETRIES)
         self._timeout_ms = table.options.get_option(opts.COMMIT_TIMEOUT)
         self._min_wait_ms = table.options.get_option(opts.COMMIT_MIN_RETRY_WAIT)
@@ -366,25 +372,32 @@ class TableCommit:
         return created
 
     def _expire_after(self, created: Sequence[int]) -> None:
-        """Snapshot expiration after a commit, as Java's committer does (never for write-only tables).
+        """Consumer and snapshot expiration after a commit, as Java's committer does (the hook skips snapshot
+        expiration for write-only tables).
 
         The commit has landed whatever happens here: a failure is logged, never raised.
         """
         hook = self.table.hooks.after_commit
-        if not created or hook is None or self.table.options.get_option(opts.WRITE_ONLY):
+        if not created or hook is None:
             return
         try:
             hook(self.table, created)
         except Exception:
             logger.warning(
-                "snapshot expiration after a commit to %s failed", self.table.identifier, exc_info=True
+                "consumer or snapshot expiration after a commit to %s failed",
+                self.table.identifier,
+                exc_info=True,
             )
 
     def is_committed(self, commit_identifier: int) -> bool:
         """Whether this commit user already committed ``commit_identifier`` (or a later one).
 
-        Batch commits (the maximal identifier) are never deduplicated this way. The snapshot history is
-        searched once per committer (at recovery); afterwards only the snapshots that came since.
+        The contract, as in Java Paimon: a commit user commits its identifiers in increasing order (a Spark
+        streaming query's batch ids, a Flink checkpoint's id), so any identifier up to the newest one it
+        committed counts as committed. The answer stays right after the user's snapshots expired: every
+        snapshot records each user's newest identifier (docs/commit-protocol.md, exactly once). Batch commits
+        (the maximal identifier) are never deduplicated this way. The snapshot history is searched once per
+        committer (at recovery); afterwards only the snapshots that came since.
         """
         if commit_identifier == BATCH_COMMIT_IDENTIFIER:
             return False
@@ -471,9 +484,13 @@ class TableCommit:
             return bool(added) and not self._own.complete and self._compacted_away(identifier, added)
         try:
             committed = self._own.files.get(identifier) or self._files_committed_as(identifier)
-            # When that snapshot expired, a replay's files are live, or gone with a compaction that expired.
+            # When that snapshot expired, a replay's files are live, replaced by a retained snapshot, or gone
+            # with a compaction that expired.
             if (committed is not None and added <= committed) or (
-                committed is None and self._live_or_gone(messages)
+                committed is None
+                and (
+                    self._live_or_gone(messages) or (bool(added) and self._compacted_away(identifier, added))
+                )
             ):
                 return True
         except (OSError, CorruptMetadataError) as exc:
@@ -639,6 +656,11 @@ class TableCommit:
             logger.info("the files of this %s commit are live already; nothing to do", kind.value)
             self._delete_unused(written)
             return []
+        except _LandedUnseen:
+            # Its snapshot expired: the id is not known, and the metadata files may have been its.
+            logger.info("commit %s of %s landed unseen and expired since", identifier, self.commit_user)
+            self._landed_now.add(identifier)
+            return []
         except (CommitConflictError, SchemaError, CommitFilesError, CommitIdentifierError):
             self._delete_unused(written)
             raise
@@ -755,6 +777,10 @@ class TableCommit:
         latest_id = sm.latest_id() or 0
         if all(p.snapshot.id > latest_id or sm.try_snapshot(p.snapshot.id) for p in unknown.values()):
             return
+        if identifier != BATCH_COMMIT_IDENTIFIER and self._own.tracked:
+            # The latest snapshot's progress record holds this user's newest commit, ours if it landed.
+            self._check_landed_unseen(identifier, unknown)
+            return
         added = [e for e in attempt.entries if e.kind == FileKind.ADD]
         names = {e.file.file_name for e in added}
         if names and self._compacted_away(identifier, names):
@@ -766,6 +792,15 @@ class TableCommit:
                 + ("its files are gone" if names else "it adds no files")
                 + ", so whether it landed cannot be told"
             )
+
+    def _check_landed_unseen(self, identifier: int, unknown: Mapping[str, _Published]) -> None:
+        """Raise :class:`_LandedUnseen` when the newest snapshot of this user that the progress records
+        name is one of the attempts whose outcome was unknown (its file expired, so _find_unknown missed it)."""
+        own = self._own
+        if own.last_identifier == identifier and own.last_snapshot_id in {
+            p.snapshot.id for p in unknown.values()
+        }:
+            raise _LandedUnseen()
 
     def _verify(self, published: _Published) -> bool:
         """Whether a snapshot this committer created continues the history; a stale one is withdrawn.
@@ -800,6 +835,7 @@ class TableCommit:
         found = self._find_unknown(unknown)
         if found is not None:
             raise _Landed(found)
+        self._check_landed_unseen(identifier, unknown)
         raise CommitIdentifierError(
             f"commit user {self.commit_user!r} committed identifier {last} to {self.table.path} while "
             f"identifier {identifier} was being committed (two committers share this commit user)",
@@ -1039,7 +1075,22 @@ class TableCommit:
             watermark=_max_watermark(latest.watermark if latest else None, attempt.watermark),
             statistics=latest.statistics if latest and same_schema else None,
             next_row_id=latest.next_row_id if latest else None,
+            properties={PROGRESS_PROPERTY: self._progress(latest, identifier).to_property()},
         )
+
+    def _progress(self, latest: Snapshot | None, identifier: int) -> CommitProgress:
+        """The commit progress record of the snapshot built on ``latest``: its record plus this commit."""
+        new_id = (latest.id + 1) if latest else 1
+        if latest is None:
+            base = CommitProgress()
+        else:
+            found = CommitProgress.of(latest)
+            if found is None:  # written by another engine or an older release: rebuilt once per base
+                if self._rebuilt is None or self._rebuilt[0] != latest.id:
+                    self._rebuilt = (latest.id, rebuild_progress(self.table.snapshot_manager, latest))
+                found = self._rebuilt[1]
+            base = found
+        return base.with_commit(self.commit_user, identifier, new_id)
 
     def _delta(self, attempt: _Attempt, written: _Written) -> _DeltaLists:
         """The delta (and changelog) manifests and lists of these entries, written once and reused by later

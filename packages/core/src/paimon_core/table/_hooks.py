@@ -43,7 +43,8 @@ class TableHooks:
     """The work a table delegates upwards; each is optional.
 
     Attributes:
-        after_commit: runs after a commit created snapshots (snapshot expiration); must not raise.
+        after_commit: runs after a commit created snapshots, also for ``write-only`` tables (consumer and
+            snapshot expiration, which decides what ``write-only`` skips); failures are logged.
         commit_compactor: builds the compactor a handle runs after its appends (unaware-bucket tables).
         bucket_compaction: builds the per-bucket compaction of a writer (bucketed tables).
         precommit: rewrites the messages of all the writers of one commit before they are committed

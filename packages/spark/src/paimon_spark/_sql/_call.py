@@ -20,7 +20,14 @@ from sqlglot.errors import ParseError
 
 from paimon_core import options as opts
 from paimon_core.consumer import ConsumerManager
-from paimon_core.maintenance import create_tag, delete_tag, expire_snapshots, remove_orphan_files, rollback_to
+from paimon_core.maintenance import (
+    clear_consumers,
+    create_tag,
+    delete_tag,
+    expire_snapshots,
+    remove_orphan_files,
+    rollback_to,
+)
 from paimon_core.table import Table
 from paimon_spark._compact import compact, compact_database, parse_options
 from paimon_spark._merge import merge_into
@@ -187,6 +194,11 @@ def _reset_consumer(call: Call) -> list[tuple[Any, ...]]:
     return [(True,)]
 
 
+def _clear_consumers(call: Call) -> list[tuple[Any, ...]]:
+    clear_consumers(call.table(), call.text("includingConsumers"), call.text("excludingConsumers"))
+    return [(True,)]
+
+
 _MERGE_PARAMS = (
     "target_alias",
     "source_sqls",
@@ -294,6 +306,16 @@ PROCEDURES: dict[str, Procedure] = {
             ),
             "result boolean",
             _reset_consumer,
+        ),
+        Procedure(
+            "clear_consumers",
+            (
+                _TABLE,
+                Param("includingConsumers", aliases=("including_consumers",)),
+                Param("excludingConsumers", aliases=("excluding_consumers",)),
+            ),
+            "result boolean",
+            _clear_consumers,
         ),
         Procedure(
             "merge_into",
