@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pyarrow as pa
+from hypothesis import strategies as st
 
 from paimon_core import Catalog
 from paimon_core.table import KeyValueTableRead, StreamPosition, StreamScan, Table
@@ -53,13 +54,18 @@ __all__ = [
     "ChangelogFold",
     "ChangelogTortureReport",
     "MicroBatchCheckpoint",
+    "FOLLOW",
     "MicroBatchFollower",
     "ScanSource",
     "Source",
+    "WRITE",
+    "WRITE_WHILE_PLANNED",
     "WordCount",
     "burning_cpu",
     "create_word_count_table",
     "run_changelog_torture",
+    "run_schedule",
+    "schedules",
     "table_rows",
 ]
 
@@ -291,6 +297,73 @@ class MicroBatchFollower:
         if crash == "after-sink":
             return
         self.checkpoint.committed = batch_id + 1
+
+
+# --- one step at a time --------------------------------------------------------------------------------------------
+
+WRITE = "write"
+FOLLOW = "follow"
+WRITE_WHILE_PLANNED = "write-while-planned"
+
+
+def schedules(max_steps: int = 10) -> st.SearchStrategy[list[tuple[str, str | None]]]:
+    """Schedules for :func:`run_schedule`: writes and follows, each plain or crashing in every way there is."""
+    write = st.tuples(st.just(WRITE), st.sampled_from((None, *CRASHES_OF_WRITER)))
+    follow = st.tuples(st.just(FOLLOW), st.sampled_from((None, WRITE_WHILE_PLANNED, *CRASHES_OF_FOLLOWER)))
+    return st.lists(st.one_of(write, follow), min_size=2, max_size=max_steps)
+
+
+def run_schedule(
+    warehouse: str,
+    steps: Iterable[tuple[str, str | None]],
+    open_source: Callable[[Table], Source] = ScanSource,
+    rows_per_batch: int = 64,
+) -> list[str]:
+    """Run the topology one step at a time on a new table in ``warehouse``; the problems the fold found.
+
+    Each step is ``("write", crash)``: the word count's next micro-batch (a crash of
+    :data:`CRASHES_OF_WRITER`, then its replay), or ``("follow", how)``: the follower's next batch, restarted
+    first if it is down (after a crash of :data:`CRASHES_OF_FOLLOWER` in ``how``), or with a micro-batch
+    of the word count committed between planning and running it (``how`` :data:`WRITE_WHILE_PLANNED`).
+    The table starts with one micro-batch; a last one completes, and the follower catches up before the fold
+    is compared with the table.
+    """
+    create_word_count_table(warehouse)
+    count = WordCount(warehouse, "word-count", rows_per_batch)
+    written = 0
+    fold, checkpoint = ChangelogFold(), MicroBatchCheckpoint()
+
+    def write(crash: str | None = None) -> None:
+        nonlocal written
+        count.run_batch(written, crash)
+        if crash is not None:
+            count.run_batch(written)  # the restart replays the micro-batch
+        written += 1
+
+    def start() -> MicroBatchFollower:  # a (re)start first runs a batch it logged but did not commit
+        return MicroBatchFollower(open_source(Catalog.open(warehouse).get_table(TABLE)), fold, checkpoint)
+
+    write()
+    follower: MicroBatchFollower | None = None  # down until its next step
+    for action, how in steps:
+        if action == WRITE:
+            write(how)
+            continue
+        follower = follower or start()
+        if how == WRITE_WHILE_PLANNED:
+            follower.step(planned=write)
+            continue
+        follower.step(crash=how)
+        if how is not None:
+            follower = None
+    write()  # its compaction writes the changes of a COMPACT snapshot a crash lost
+    follower = start()
+    while follower.step():
+        pass
+    table = Catalog.open(warehouse).get_table(TABLE)
+    expected = table_rows(table)
+    counted = [] if sum(expected.values()) == written * rows_per_batch else [f"{expected} counted"]
+    return fold.problems + fold.compare(expected) + counted
 
 
 # --- CPU load ----------------------------------------------------------------------------------------------------
