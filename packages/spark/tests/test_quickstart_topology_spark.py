@@ -40,7 +40,9 @@ class ReaderSource:
 
     def __init__(self, table: Table, **options: str) -> None:
         warehouse = str(Path(table.path).parent.parent)
-        source = PaimonDataSource({"table": TABLE, "warehouse": warehouse, "read.changelog": "true", **options})
+        source = PaimonDataSource(
+            {"table": TABLE, "warehouse": warehouse, "read.changelog": "true", **options}
+        )
         reader = source.streamReader(source.schema())
         assert isinstance(reader, PaimonStreamReader)
         self.reader = reader
@@ -107,7 +109,9 @@ def test_the_quickstart_topology_on_spark(spark: Any, tmp_path: Path) -> None:
         fold(batch_id, changes.toArrow().to_batches())
 
     def follow() -> None:
-        changes = spark.readStream.format("paimon").option("warehouse", warehouse).option("read.changelog", "true")
+        changes = (
+            spark.readStream.format("paimon").option("warehouse", warehouse).option("read.changelog", "true")
+        )
         query = (
             changes.load(TABLE)
             .writeStream.foreachBatch(sink)

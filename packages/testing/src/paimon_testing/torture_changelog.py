@@ -48,18 +48,18 @@ from paimon_core.table import KeyValueTableRead, StreamPosition, StreamScan, Tab
 __all__ = [
     "CRASHES_OF_FOLLOWER",
     "CRASHES_OF_WRITER",
+    "FOLLOW",
     "SCHEMA",
     "TABLE",
     "TABLE_OPTIONS",
+    "WRITE",
+    "WRITE_WHILE_PLANNED",
     "ChangelogFold",
     "ChangelogTortureReport",
     "MicroBatchCheckpoint",
-    "FOLLOW",
     "MicroBatchFollower",
     "ScanSource",
     "Source",
-    "WRITE",
-    "WRITE_WHILE_PLANNED",
     "WordCount",
     "burning_cpu",
     "create_word_count_table",
@@ -374,7 +374,7 @@ def _burn(stop: Any) -> None:
         sum(i * i for i in range(10_000))
 
 
-class burning_cpu:  # noqa: N801  # a context manager, named as one
+class burning_cpu:  # a context manager, named as one
     """``with burning_cpu(processes):`` keeps ``processes`` processes busy computing, to perturb timing."""
 
     def __init__(self, processes: int = 1) -> None:
@@ -509,7 +509,9 @@ def _run_once(
     expected = table_rows(table)
     report.problems += [f"seed {seed}: {p}" for p in fold.problems + fold.compare(expected)]
     if sum(expected.values()) != batches * count.rows_per_batch:
-        report.problems.append(f"seed {seed}: {sum(expected.values())} counted of {batches * count.rows_per_batch}")
+        report.problems.append(
+            f"seed {seed}: {sum(expected.values())} counted of {batches * count.rows_per_batch}"
+        )
 
 
 def run_changelog_torture(
