@@ -92,6 +92,9 @@ def start_spark(scratch: str) -> SparkSession:
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.shuffle.partitions", "2")
+            # Generous timeouts for Python workers' sockets and RPCs: the tour also runs on loaded machines.
+            .config("spark.python.authenticate.socketTimeout", "300s")
+            .config("spark.network.timeout", "600s")
             .getOrCreate()
         )
     finally:
