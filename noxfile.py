@@ -84,10 +84,13 @@ PACKAGES = (
 BY_DIR = {p.dir: p for p in PACKAGES}
 
 
-def _install_workspace(session: nox.Session, *dirs: str, extra: tuple[str, ...] = ()) -> None:
+def _install_workspace(
+    session: nox.Session, *dirs: str, extra: tuple[str, ...] = (), runs_spark: bool = False
+) -> None:
     """Install the given members editable, with their workspace siblings and ``paimon-testing``.
 
-    Members are installed in one resolver call so each sibling resolves to its local checkout.
+    Members are installed in one resolver call so each sibling resolves to its local checkout; with
+    bytecode compiled for a session that ``runs_spark`` (see ``COMPILED``).
     """
     wanted: list[Package] = []
     for name in (*dirs, "testing"):
@@ -103,7 +106,7 @@ def _install_workspace(session: nox.Session, *dirs: str, extra: tuple[str, ...] 
     args: list[str] = []
     for p in resolved:
         args += ["-e", p.requirement()]
-    session.install(*args, *extra, env=COMPILED if BY_DIR["spark"] in wanted else None)
+    session.install(*args, *extra, env=COMPILED if runs_spark else None)
     if unresolved:
         session.install("--no-deps", *(a for p in unresolved for a in ("-e", p.requirement())))
 
@@ -124,7 +127,9 @@ def tests(session: nox.Session, package: str) -> None:
 
     The spark session also runs the docs' code blocks that need Spark (``tests/docs``, marker ``docs_spark``).
     """
-    _install_workspace(session, package, extra=(*_test_deps(), *BY_DIR[package].test_extras))
+    _install_workspace(
+        session, package, extra=(*_test_deps(), *BY_DIR[package].test_extras), runs_spark=package == "spark"
+    )
     session.run("pytest", f"packages/{package}/tests", *_workers(BY_DIR[package]), *session.posargs)
     if package == "spark":
         _docs_blocks(session, "docs_spark")  # one page takes most of it: a second worker gains nothing
@@ -158,7 +163,7 @@ def spark_cluster(session: nox.Session) -> None:
 
     About 4 minutes on 2 cores: batch round trip, killed executor mid-write, killed streaming driver.
     """
-    _install_workspace(session, "spark", extra=(*_test_deps(), *BY_DIR["spark"].test_extras))
+    _install_workspace(session, "spark", extra=(*_test_deps(), *BY_DIR["spark"].test_extras), runs_spark=True)
     session.run("pytest", "packages/spark/tests", "-m", "integration", *session.posargs)
 
 
@@ -168,7 +173,9 @@ def spark_interop(session: nox.Session) -> None:
 
     Its own venv: pypaimon pins ``pyarrow<20`` and ``pandas<3``, so pyspark runs on those here.
     """
-    _install_workspace(session, "spark", extra=(*_test_deps(), *BY_DIR["spark"].test_extras, PYPAIMON))
+    _install_workspace(
+        session, "spark", extra=(*_test_deps(), *BY_DIR["spark"].test_extras, PYPAIMON), runs_spark=True
+    )
     session.run("pytest", "packages/spark/tests/test_interop_pypaimon.py", "-m", "interop", *session.posargs)
 
 
@@ -194,7 +201,9 @@ def java_interop(session: nox.Session) -> None:
     ``~/.cache/paimon-tests`` (``$PAIMON_TESTS_CACHE``); it runs in the JVM of one local SparkSession, so
     pyspark comes with paimon-spark and Java 17 is needed. uv makes venvs without pip, hence ``pip``.
     """
-    _install_workspace(session, "spark", extra=(*_test_deps(), *BY_DIR["spark"].test_extras, "pip"))
+    _install_workspace(
+        session, "spark", extra=(*_test_deps(), *BY_DIR["spark"].test_extras, "pip"), runs_spark=True
+    )
     # A later -m overrides the default "not ... java_interop" from the root pytest config.
     session.run("pytest", "tests/java_interop", "-m", "java_interop", *session.posargs)
 
