@@ -275,6 +275,8 @@ def main(warehouse: str, scratch: str) -> None:
     for _ in range(3):
         applied = len(tally.batches)
         while len(tally.batches) == applied and time.time() < deadline:
+            if not follower.isActive:
+                raise SystemExit(f"the changelog follower stopped: {follower.exception()}")
             time.sleep(0.2)
         print(f"   after {len(tally.batches)} micro-batches: {tally.describe()}")
 
