@@ -27,6 +27,14 @@ nox.options.reuse_existing_virtualenvs = True
 nox.options.download_python = "never"
 nox.options.error_on_missing_interpreters = True
 
+# Spark 4.3 gives a Python worker that is not forked from its daemon (a streaming source, a data source's
+# planner, a foreachBatch over Spark Connect) a fixed 10 s to start and connect back ("Python worker failed to
+# connect back"); no option changes that. Importing pyspark, pyarrow and pandas from source takes a worker
+# about 4x the CPU that compiled bytecode does (2.0 s against 0.5 s here), which a loaded 2-core machine
+# stretches past 10 s, all the more where PYTHONDONTWRITEBYTECODE keeps every process compiling. So the
+# sessions that run Spark install with bytecode compiled.
+COMPILED = {"UV_COMPILE_BYTECODE": "1"}
+
 # The interop and bench sessions compare against this release of the official Python SDK.
 PYPAIMON = "pypaimon==2.1.0"
 
@@ -76,10 +84,13 @@ PACKAGES = (
 BY_DIR = {p.dir: p for p in PACKAGES}
 
 
-def _install_workspace(session: nox.Session, *dirs: str, extra: tuple[str, ...] = ()) -> None:
+def _install_workspace(
+    session: nox.Session, *dirs: str, extra: tuple[str, ...] = (), runs_spark: bool = False
+) -> None:
     """Install the given members editable, with their workspace siblings and ``paimon-testing``.
 
-    Members are installed in one resolver call so each sibling resolves to its local checkout.
+    Members are installed in one resolver call so each sibling resolves to its local checkout; with
+    bytecode compiled for a session that ``runs_spark`` (see ``COMPILED``).
     """
     wanted: list[Package] = []
     for name in (*dirs, "testing"):
@@ -95,7 +106,7 @@ def _install_workspace(session: nox.Session, *dirs: str, extra: tuple[str, ...] 
     args: list[str] = []
     for p in resolved:
         args += ["-e", p.requirement()]
-    session.install(*args, *extra)
+    session.install(*args, *extra, env=COMPILED if runs_spark else None)
     if unresolved:
         session.install("--no-deps", *(a for p in unresolved for a in ("-e", p.requirement())))
 
@@ -116,7 +127,9 @@ def tests(session: nox.Session, package: str) -> None:
 
     The spark session also runs the docs' code blocks that need Spark (``tests/docs``, marker ``docs_spark``).
     """
-    _install_workspace(session, package, extra=(*_test_deps(), *BY_DIR[package].test_extras))
+    _install_workspace(
+        session, package, extra=(*_test_deps(), *BY_DIR[package].test_extras), runs_spark=package == "spark"
+    )
     session.run("pytest", f"packages/{package}/tests", *_workers(BY_DIR[package]), *session.posargs)
     if package == "spark":
         _docs_blocks(session, "docs_spark")  # one page takes most of it: a second worker gains nothing
@@ -150,7 +163,7 @@ def spark_cluster(session: nox.Session) -> None:
 
     About 4 minutes on 2 cores: batch round trip, killed executor mid-write, killed streaming driver.
     """
-    _install_workspace(session, "spark", extra=(*_test_deps(), *BY_DIR["spark"].test_extras))
+    _install_workspace(session, "spark", extra=(*_test_deps(), *BY_DIR["spark"].test_extras), runs_spark=True)
     session.run("pytest", "packages/spark/tests", "-m", "integration", *session.posargs)
 
 
@@ -160,7 +173,9 @@ def spark_interop(session: nox.Session) -> None:
 
     Its own venv: pypaimon pins ``pyarrow<20`` and ``pandas<3``, so pyspark runs on those here.
     """
-    _install_workspace(session, "spark", extra=(*_test_deps(), *BY_DIR["spark"].test_extras, PYPAIMON))
+    _install_workspace(
+        session, "spark", extra=(*_test_deps(), *BY_DIR["spark"].test_extras, PYPAIMON), runs_spark=True
+    )
     session.run("pytest", "packages/spark/tests/test_interop_pypaimon.py", "-m", "interop", *session.posargs)
 
 
@@ -186,7 +201,9 @@ def java_interop(session: nox.Session) -> None:
     ``~/.cache/paimon-tests`` (``$PAIMON_TESTS_CACHE``); it runs in the JVM of one local SparkSession, so
     pyspark comes with paimon-spark and Java 17 is needed. uv makes venvs without pip, hence ``pip``.
     """
-    _install_workspace(session, "spark", extra=(*_test_deps(), *BY_DIR["spark"].test_extras, "pip"))
+    _install_workspace(
+        session, "spark", extra=(*_test_deps(), *BY_DIR["spark"].test_extras, "pip"), runs_spark=True
+    )
     # A later -m overrides the default "not ... java_interop" from the root pytest config.
     session.run("pytest", "tests/java_interop", "-m", "java_interop", *session.posargs)
 
@@ -267,7 +284,7 @@ def quickstart(session: nox.Session) -> None:
     """The README's first command: Paimon's quick start on Spark (``examples/spark_quickstart.py``, needs
     Java 17), after the core-only pipeline (``examples/quickstart.py``)."""
     # Editable, so a reused venv never runs a stale build of the packages.
-    session.install("-e", "packages/core", "-e", "packages/spark", "pandas<3")
+    session.install("-e", "packages/core", "-e", "packages/spark", "pandas<3", env=COMPILED)
     session.run("python", "examples/quickstart.py")
     session.run("python", "examples/spark_quickstart.py", *session.posargs)
 
@@ -352,7 +369,8 @@ def lowest(session: nox.Session, group: str) -> None:
     members = [BY_DIR[d] for d in dirs]
     editable = [a for p in members for a in ("-e", p.requirement())]
     test_extras = [e for p in members for e in p.test_extras]
-    session.install("--resolution", "lowest-direct", *editable, *_test_deps(), *test_extras)
+    compiled = COMPILED if BY_DIR["spark"] in members else None
+    session.install("--resolution", "lowest-direct", *editable, *_test_deps(), *test_extras, env=compiled)
     session.run(
         "python", "tests/packaging/lowest_versions.py",
         *(f"{p.dist}[{p.extras}]" if p.extras else p.dist for p in members),

@@ -81,6 +81,9 @@ def start_spark(master: str, scratch: str) -> SparkSession:
         .config("spark.pyspark.python", sys.executable)
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
         .config("spark.sql.shuffle.partitions", "2")
+        # Generous timeouts for Python workers' sockets and RPCs: the example also runs on loaded machines.
+        .config("spark.python.authenticate.socketTimeout", "300s")
+        .config("spark.network.timeout", "600s")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")

@@ -185,7 +185,18 @@ def spark_environment() -> Iterator[None]:
         pytest.fail("Spark needs Java 17: put java on PATH or set JAVA_HOME")
     # Executors must run this interpreter (with pyarrow), not the system's.
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    # The sessions the pages build get timeouts a loaded 2-core machine meets (Python workers' and Python
+    # sockets' connect and authentication, RPCs; as packages/spark/tests/conftest.py), without the pages
+    # spelling them out: spark-submit takes them from here.
+    previous = os.environ.get("PYSPARK_SUBMIT_ARGS")
+    os.environ["PYSPARK_SUBMIT_ARGS"] = (
+        "--conf spark.python.authenticate.socketTimeout=300s --conf spark.network.timeout=600s pyspark-shell"
+    )
     yield
+    if previous is None:
+        os.environ.pop("PYSPARK_SUBMIT_ARGS", None)
+    else:
+        os.environ["PYSPARK_SUBMIT_ARGS"] = previous
     from pyspark.sql import SparkSession
 
     session = SparkSession.getActiveSession()

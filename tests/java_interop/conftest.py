@@ -434,6 +434,10 @@ def spark() -> Iterator[Any]:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "1")
+        # Timeouts a loaded 2-core machine meets: Python workers' and Python sockets' connect and
+        # authentication (15 s by default), RPCs and heartbeats (120 s); as packages/spark/tests/conftest.py.
+        .config("spark.python.authenticate.socketTimeout", "300s")
+        .config("spark.network.timeout", "600s")
         .getOrCreate()
     )
     try:

@@ -35,6 +35,10 @@ def session(master: str):  # type: ignore[no-untyped-def]
         .config("spark.pyspark.python", sys.executable)
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
         .config("spark.sql.shuffle.partitions", "2")
+        # Timeouts a loaded 2-core machine meets: Python workers' and Python sockets' connect and
+        # authentication (15 s by default), RPCs and heartbeats (120 s); as packages/spark/tests/conftest.py.
+        .config("spark.python.authenticate.socketTimeout", "300s")
+        .config("spark.network.timeout", "600s")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")

@@ -10,6 +10,17 @@ from typing import Any
 import pytest
 
 SPARK_TESTS = Path(__file__).parent
+# Timeouts a 2-core machine under a load of 8 or more meets (Spark's defaults assume a quiet one): how long a
+# Python worker, and a socket Spark serves to Python (collect, toArrow, broadcast), may take to connect and
+# authenticate (15 s by default: "[CANNOT_OPEN_SOCKET] ... timed out"), RPCs and heartbeats (120 s), and
+# how long the Connect server keeps an execution whose client is slow to reattach (5 min). Spark 4.3 waits a
+# fixed 10 s for a non-daemon Python worker (a streaming source, a foreachBatch over Connect) to connect back;
+# no option changes that: the nox sessions install with bytecode compiled so that such a worker starts fast.
+LOADED_MACHINE_CONF = {
+    "spark.python.authenticate.socketTimeout": "300s",
+    "spark.network.timeout": "600s",
+    "spark.connect.execute.manager.detachedTimeout": "600s",
+}
 # Set by pyspark when a Spark Connect session is made: from then on pyspark.sql.functions build Connect
 # columns, in the whole process. The tests run classic and Connect sessions in one process, so it is set
 # only while a test uses the Connect session.
@@ -38,6 +49,7 @@ def spark() -> Iterator[object]:
         # For the Spark Connect server the connect_spark fixture starts in this JVM: any free port.
         .config("spark.connect.grpc.binding.address", "127.0.0.1")
         .config("spark.connect.grpc.binding.port", "0")
+        .config(map=LOADED_MACHINE_CONF)
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -167,34 +168,51 @@ def test_failed_job_commits_nothing_and_leaves_no_files(spark: Any, warehouse: s
     writer(spark.range(10).selectExpr("id"), warehouse).save("db.t")
     table_dir = Catalog.open(warehouse).table_path("db.t")
     before = data_files(table_dir)
-    files_before = len(before)
+
+    done = str(Path(warehouse).parent / "other-task-done")  # written once the driver has the other's result
 
     def fail_on_last(x):  # type: ignore[no-untyped-def]  # no hints: Spark would read them as a pandas UDF
         if x == 1999:
-            # Fail only once the other task has written its file (at its very end), then give its commit
-            # message time to reach the driver: the job's abort must delete that file.
+            # Fail only once the other task has finished and the driver holds its commit message: the job's
+            # abort must delete that task's file.
             from pathlib import Path as LocalPath  # resolved in the worker, not pickled from this module
 
-            waited = time.time() + 60
-            while (
-                len(list(LocalPath(table_dir).rglob("data-*.parquet"))) == files_before
-                and time.time() < waited
-            ):
+            waited = time.time() + 300
+            while not LocalPath(done).exists() and time.time() < waited:
                 time.sleep(0.05)
-            time.sleep(2)
             raise ValueError("boom")
         return x
 
     explode_on_last = udf(fail_on_last, "long")
+    watching = threading.Event()
 
+    def watch() -> None:
+        """Mark ``done`` when the driver has taken a task of the job as finished (its result, the commit
+        message, handled before the failing task's end, which the scheduler handles after it)."""
+        tracker = spark.sparkContext.statusTracker()
+        while not watching.is_set():
+            for stage in tracker.getActiveStageIds():
+                info = tracker.getStageInfo(stage)
+                if info is not None and info.numCompletedTasks >= 1:
+                    Path(done).touch()
+                    return
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch, name="task-watcher")
+    watcher.start()
     # Two tasks on two cores: one succeeds (its files must be deleted by the job's abort), one fails
     # (it deletes its own). A task still running when a job aborts may leave an orphan file instead,
     # for remove_orphan_files; here the failure waits for the other task, so nothing may be left.
     failing = spark.range(0, 2000, numPartitions=2).select(explode_on_last("id").alias("id"))
-    with pytest.raises(Exception, match="boom"):
-        writer(failing, warehouse).save("db.t")
+    try:
+        with pytest.raises(Exception, match="boom"):
+            writer(failing, warehouse).save("db.t")
+    finally:
+        watching.set()
+        watcher.join(60)
+    assert Path(done).exists(), "the failing task did not wait for the other one"
     assert len(Catalog.open(warehouse).get_table("db.t").snapshots()) == 1
-    deadline = time.time() + 10  # tasks of the failed job may still be finishing
+    deadline = time.time() + 120  # tasks of the failed job may still be finishing
     while data_files(table_dir) != before and time.time() < deadline:
         time.sleep(0.2)
     assert data_files(table_dir) == before

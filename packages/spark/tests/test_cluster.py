@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,9 +59,10 @@ class Cluster:
         self.logs = tmp / "logs"
         self.logs.mkdir()
         self._log_files: list[object] = []
+        self.webui_port = _free_port()
         self.master = self._start(
             [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(self.port),
-             "--webui-port", str(_free_port())], "master",
+             "--webui-port", str(self.webui_port)], "master",
         )  # fmt: skip
         self._wait_port(self.port)
         self.workers = [
@@ -84,12 +86,27 @@ class Cluster:
             )
             for i in range(2)
         ]
-        time.sleep(3)  # workers register with the master
+        self._wait_workers(len(self.workers))
 
     def _start(self, command: list[str], name: str) -> subprocess.Popen[bytes]:
         log = open(self.logs / f"{name}.log", "wb")  # noqa: SIM115  # closed in stop()
         self._log_files.append(log)
         return subprocess.Popen(command, env=_env(), stdout=log, stderr=subprocess.STDOUT)
+
+    def _wait_workers(self, count: int, timeout: float = 300) -> None:
+        """Until ``count`` workers have registered with the master (its web UI's JSON says so)."""
+        deadline = time.time() + timeout
+        alive = 0
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.webui_port}/json/", timeout=10) as page:
+                    alive = int(json.load(page).get("aliveworkers", 0))
+            except (OSError, ValueError):
+                alive = 0
+            if alive >= count:
+                return
+            time.sleep(0.3)
+        raise TimeoutError(f"{alive} of {count} workers registered with the master in {timeout} s")
 
     @staticmethod
     def _wait_port(port: int, timeout: float = 60) -> None:
@@ -191,7 +208,10 @@ def test_killed_executor_mid_write_loses_and_duplicates_nothing(cluster: Cluster
         pids = cluster.executor_pids()
         time.sleep(0.5)
     assert pids, "no executors started"
-    time.sleep(4)  # tasks are running and writing files
+    written = time.time() + 300  # tasks are running and writing files
+    while not list(Path(warehouse).rglob("data-*.parquet")) and time.time() < written:
+        time.sleep(0.2)
+    assert list(Path(warehouse).rglob("data-*.parquet")), "no task wrote a file"
     os.kill(pids[0], signal.SIGKILL)
     _, err = process.communicate(timeout=600)
     assert process.returncode == 0, err[-5000:]

@@ -610,6 +610,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.config = config
         self.schema = schema
         self._scan: StreamScan | None = None
+        self._initial: StreamPosition | None = None
         self._target: StreamPosition | None = None
         self._last_end: StreamPosition | None = None
         self._recorded: StreamPosition | None = None
@@ -631,7 +632,16 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._scan
 
     def initialOffset(self) -> dict[str, Any]:
-        return _offset(self.scan.starting_position())
+        return _offset(self._starting_position())
+
+    def _starting_position(self) -> StreamPosition:
+        """Resolved once: Spark asks ``initialOffset`` again when it runs the first micro-batch, and a start
+        resolved anew (the latest snapshot by then) would be past the end it planned that batch to, which
+        lost the whole starting read. (A restart before the first batch committed resolves it anew in a new
+        reader: :meth:`StreamScan.restarted_start` reads that range from where it ends.)"""
+        if self._initial is None:
+            self._initial = self.scan.starting_position()
+        return self._initial
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.config.max_files_per_trigger is not None:
@@ -649,7 +659,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # to its checkpoint: record the consumer progress now rather than wait for ``commit``.
             self._record(begin)
         else:  # Spark before 4.2 calls latestOffset() without arguments
-            begin = self._last_end or self.scan.starting_position()
+            begin = self._last_end or self._starting_position()
         limited = limit is not None and not isinstance(limit, ReadAllAvailable)
         end = self.scan.advance(
             begin,

@@ -264,7 +264,11 @@ class StreamScan:
             position = StreamPosition(position.snapshot_id + 1)
 
     def plan(self, start: StreamPosition, end: StreamPosition) -> list[DataSplit]:
-        """The splits holding the rows from ``start`` up to (not including) ``end``."""
+        """The splits holding the rows from ``start`` up to (not including) ``end``.
+
+        A full ``start`` past ``end`` is read from :meth:`restarted_start` instead.
+        """
+        start = self.restarted_start(start, end)
         by_snapshot: dict[int, list[ManifestEntry]] = {}
         for snapshot_id, entry in self.entries_between(start, end):
             by_snapshot.setdefault(snapshot_id, []).append(entry)
@@ -274,6 +278,24 @@ class StreamScan:
             streaming = self.primary_key and snapshot_id not in full
             splits.extend(make_splits(self.table, snapshot_id, entries, streaming))
         return splits
+
+    def restarted_start(self, start: StreamPosition, end: StreamPosition) -> StreamPosition:
+        """Where a range from a full ``start`` to ``end`` is read from when ``start`` is past ``end``.
+
+        Only an engine that resolved its starting position again after it had logged the end of its first
+        range gets there: Spark keeps no start offset for a query's first micro-batch, so a query restarted
+        before that batch committed asks a new source for the start, and the table has moved on. Read from
+        there the range would be empty, and every later change would retract a row never read. The full read
+        of the snapshot before ``end`` (of ``end``'s own when ``end`` is inside a full read) leaves a reader
+        where the range first planned would have: at the table as of ``end``.
+        """
+        if not start.full or start <= end:
+            return start
+        if end.full:
+            return StreamPosition(end.snapshot_id, full=True)
+        if end.snapshot_id > 1:
+            return StreamPosition(end.snapshot_id - 1, full=True)
+        return start
 
     def consumer_next_snapshot(self, position: StreamPosition) -> int | None:
         """What a consumer records at ``position``: nothing while a full snapshot is only partly read."""
