@@ -61,6 +61,7 @@ from paimon_testing.stateful import ConcurrentCommits, LocalConcurrentCommits, _
 from paimon_testing.strategies import partition_values
 
 __all__ = [
+    "ENGINES",
     "KEYED_SCHEMA",
     "VARIANTS",
     "KeyedVariant",
