@@ -8,8 +8,8 @@ actors between steps, aborts failed jobs, commits one actor *inside* another's p
 (``commit_racing``: the rival's snapshot takes the id the first one was about to create), pauses one actor
 inside its publish while the others commit and expiration keeps a single snapshot (``commit_paused``: the id
 it is about to take was published and deleted meanwhile), runs maintenance (``maintain``: snapshot expiration
-with tiny retention, a rollback to a retained snapshot, orphan file removal, also with a minimum age of
-zero that deletes the files of uncommitted jobs), and arms storage faults (:mod:`paimon_testing.faults`) that
+with tiny retention, creating and deleting tags, a rollback to a retained snapshot or to a tag, orphan file
+removal, also with a minimum age of zero that deletes the files of uncommitted jobs), and arms storage faults (:mod:`paimon_testing.faults`) that
 fire on the next matching call: errors before or after a write reached the store, ambiguous timeouts, crashes
 between the data files and the snapshot.
 
@@ -23,7 +23,12 @@ storage:
 - what each snapshot reads equals the model's content at that snapshot (nothing lost, nothing duplicated),
   and its ``totalRecordCount`` agrees;
 - a commit retried with the same identifier lands once (a retry of a landed commit creates nothing);
-- a failed commit leaves only orphan files: every data file a retained snapshot references still exists.
+- a failed commit leaves only orphan files: every data file a retained snapshot or a tag references still
+  exists;
+- the table's tags are the model's, and each reads the content it tagged; after a rollback (later commits
+  continue from the target's content) or an orphan removal, every retained snapshot and tag is read again.
+
+:class:`paimon_testing.stateful_pk.PrimaryKeyCommits` runs the same machine on a primary-key table.
 
 Running it::
 

@@ -21,6 +21,9 @@ What the model cannot know is left out on purpose, and said so:
   result, since Java's merges are not associative otherwise. A compaction to the top level drops a lone
   ``-D``, so what follows it must not depend on it: a ``-D`` of partial-update or aggregation carries null
   values, and with ``sequence.field`` a key's later records never take an ``s`` below its last ``-D``'s.
+  Aggregation with ``aggregation.remove-record-on-delete`` writes only ``-D`` to a key after its first
+  one: a merge of a ``-D`` and later adds without the older records yields an add that the older records
+  are then summed with, unlike a merge of them all.
   Partial-update with deletes writes non-null values (Java starts the row from a removing ``-D``'s values,
   which a later null would keep or not depending on the grouping).
 - Writers are ``write-only``: compaction is the compactor actor's (one snapshot per commit, as the machine
@@ -212,6 +215,7 @@ class PrimaryKeyCommits(ConcurrentCommits):
         self.variant = self.variants[0]
         self.next_table = 1
         self.delete_floor: dict[tuple[int, str], int] = {}  # the s of a key's latest -D (see _record)
+        self.deleted_keys: set[tuple[int, str]] = set()  # aggregation: keys that had a -D (see _record)
 
     @classmethod
     def only(cls, **fields: Any) -> type[PrimaryKeyCommits]:
@@ -299,6 +303,12 @@ class PrimaryKeyCommits(ConcurrentCommits):
         assert partition is not None  # a primary-key column: partition values are drawn non-null here
         is_delete = is_delete and self.variant.deletes
         key_id = owner * _IDS_PER_ACTOR + key % _KEYS_PER_ACTOR
+        if self.variant.engine == "aggregation" and self.variant.deletes:
+            # A flush or compaction that merges a -D with later adds but not with the older records turns
+            # them into one add, which the older records then sum with: after a -D the key only takes -D.
+            is_delete = is_delete or (key_id, partition) in self.deleted_keys
+            if is_delete:
+                self.deleted_keys.add((key_id, partition))
         if self.variant.sequence_field and self.variant.deletes:
             # A compaction to the top level drops a lone -D: a later record ordered before it (a smaller
             # s) would be hidden by it or not depending on that. Later records of the key never go below it.
