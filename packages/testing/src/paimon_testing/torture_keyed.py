@@ -11,7 +11,9 @@ partition ``p``, two buckets, ``merge-engine`` deduplicate or partial-update, op
   an unknown outcome restarts the committer and commits the same messages again, and files that orphan
   removal deleted under a slow commit are written again;
 - a compactor compacting the table back to back (``compactor=True``);
-- a maintainer (``maintainer=True``) looping: expire snapshots; tag the latest snapshot after reading it
+- a maintainer (``maintainer=True``) looping: expire snapshots (keeping ``retain_max``; only it expires, as
+  nothing guards a tag's creation against another process expiring its snapshot); tag the latest snapshot
+  after reading it
   (the tag must read that forever); roll back (at most ``rollbacks`` times, to a retained snapshot or to a
   tag); remove orphan files older than ``orphan_age_s`` seconds (in the past, so it really deletes files
   while the writers run).
@@ -93,6 +95,7 @@ class _Spec:
     rules: tuple[dict[str, Any], ...] = ()
     rollbacks: int = 0
     orphan_age_s: float = 5.0
+    retain_max: int = 5
     stacks_after_s: float = 0.0
 
 
@@ -276,7 +279,10 @@ def _maintain(spec: _Spec, record: Callable[[dict[str, Any]], None]) -> None:
         return Counter(orphans=len(remove_orphan_files(table, older_than=older_than).deleted), orphan_runs=1)
 
     def step(table: Table) -> Counter[str]:
-        counts = Counter(runs=1, expired=expire_snapshots(table))
+        far = dt.datetime.now() + dt.timedelta(days=1)
+        counts = Counter(
+            runs=1, expired=expire_snapshots(table, retain_max=spec.retain_max, retain_min=1, older_than=far)
+        )
         action = rng.choice(("tag", "rollback", "orphans", "orphans"))
         if action == "tag" and len(tags) < 8:
             counts.update(tag_latest(table))
@@ -455,13 +461,10 @@ def run_keyed_torture(
         raise ValueError(f"engine {engine!r}: the keyed torture checks deduplicate or partial-update")
     options = dict(storage_options or {})
     catalog = shared_catalog(warehouse, options)
-    table_options = {
-        "bucket": "2",
-        "merge-engine": engine,
-        "snapshot.num-retained.max": str(retain_max),
-        "snapshot.num-retained.min": "1",
-        "snapshot.time-retained": "1 ms",
-    }
+    # Only the maintainer expires (keeping retain_max): committers expiring on their own would race its tag
+    # creation, which nothing guards (in Java neither): a tag of a snapshot whose expiration is under way
+    # may lose its files.
+    table_options = {"bucket": "2", "merge-engine": engine, "snapshot.num-retained.max": "100000"}
     if engine == "partial-update":
         table_options["partial-update.remove-record-on-delete"] = "true"
     if sequence_field:
@@ -484,7 +487,16 @@ def run_keyed_torture(
     writing = [spec("writer", i, commits=commits, seed=seed + i, rules=rules) for i in range(writers)]
     others = [spec("compactor", 0)] if compactor else []
     if maintainer:
-        others.append(spec("maintainer", 0, seed=seed, rollbacks=rollbacks, orphan_age_s=orphan_age_s))
+        others.append(
+            spec(
+                "maintainer",
+                0,
+                seed=seed,
+                rollbacks=rollbacks,
+                orphan_age_s=orphan_age_s,
+                retain_max=retain_max,
+            )
+        )
     started = time.monotonic()
     ctx = multiprocessing.get_context("spawn")
     specs = writing + others
