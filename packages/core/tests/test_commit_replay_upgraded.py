@@ -18,7 +18,7 @@ from paimon_core import Catalog
 from paimon_core.compact import CompactJob
 from paimon_core.maintenance import expire_snapshots
 from paimon_core.snapshot import CommitKind
-from paimon_core.table import Table
+from paimon_core.table import CommitMessage, Table
 
 SCHEMA = pa.schema(
     [
@@ -38,7 +38,7 @@ def _table(tmp_path: Path) -> Table:
     )
 
 
-def _write(table: Table, key: int) -> list:  # type: ignore[type-arg]
+def _write(table: Table, key: int) -> list[CommitMessage]:
     writer = table.new_write()
     writer.write(pa.table({"id": [key], "p": ["a"], "v": [key * 10]}, schema=SCHEMA))
     return writer.prepare_commit()

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import pyarrow as pa
 from hypothesis import note
@@ -85,10 +85,10 @@ KEYED_SCHEMA = pa.schema(
 """The primary-key machine's table: key ``(id, p)``, partition ``p``, a value ``v``, ``s`` (the sequence
 field in the variants that have one)."""
 
-Record = tuple[int, str, "int | None", int, bool]
+Record = tuple[int, str, int | None, int, bool]
 """One written record: (id, partition, v, s, is a ``-D``)."""
 
-KeyedRow = tuple[int, str, "int | None", "int | None"]
+KeyedRow = tuple[int, str, int | None, int | None]
 
 ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
 _IDS_PER_ACTOR = 10
@@ -187,8 +187,8 @@ def merge_records(variant: KeyedVariant, content: Sequence[Record]) -> list[Keye
 
 
 def _table_rows(data: pa.Table) -> list[KeyedRow]:
-    columns = [data.column(name).to_pylist() for name in ("id", "p", "v", "s")]
-    return sorted(zip(*columns, strict=True))
+    ids, partitions, values, sequences = (data.column(name).to_pylist() for name in ("id", "p", "v", "s"))
+    return sorted(zip(ids, partitions, values, sequences, strict=True))
 
 
 # --- the machine ------------------------------------------------------------------------------------------------
@@ -224,7 +224,7 @@ class PrimaryKeyCommits(ConcurrentCommits):
         if not chosen:
             raise ValueError(f"no variant has {fields}")
         name = f"{cls.__name__}_" + "_".join(f"{k}_{x}" for k, x in sorted(fields.items()))
-        return type(name.replace("-", "_"), (cls,), {"variants": chosen})
+        return cast("type[PrimaryKeyCommits]", type(name.replace("-", "_"), (cls,), {"variants": chosen}))
 
     @initialize(
         partitions=st.lists(

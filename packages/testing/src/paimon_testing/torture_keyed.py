@@ -49,7 +49,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -63,7 +63,7 @@ from paimon_core.errors import (
     SnapshotExpiredError,
 )
 from paimon_core.table import CommitMessage, KeyValueTableWrite, Table, live_entries
-from paimon_core.table.mergetree._merge import DELETE
+from paimon_core.table.mergetree._merge import DELETE, INSERT
 from paimon_core.tag import TagManager
 from paimon_testing.faults import FaultPlan, FaultRule, FaultyStorage
 from paimon_testing.stateful_pk import KEYED_SCHEMA
@@ -78,7 +78,7 @@ _TABLE = "torture.k"
 _PARTITIONS = ("a", "b")
 _KEYS_PER_WRITER = 4
 _MAX_PROBLEMS = 20
-KeyedRecord = tuple[int, str, "int | None", int, bool]  # (id, p, v, s, a -D)
+KeyedRecord = tuple[int, str, int | None, int, bool]  # (id, p, v, s, a -D)
 _Key = tuple[int, str]
 
 
@@ -147,7 +147,7 @@ def _write(table: Table, records: list[KeyedRecord]) -> list[CommitMessage]:
                 if part:
                     columns = {n: [r[i] for r in part] for i, n in enumerate(KEYED_SCHEMA.names)}
                     data = pa.table(columns, schema=KEYED_SCHEMA)
-                    writer.write(data, DELETE) if is_delete else writer.write(data)
+                    writer.write(data, DELETE if is_delete else INSERT)
             return writer.prepare_commit()
         except OSError:
             writer.abort()  # an injected failure: nothing was committed, write the files again
@@ -349,9 +349,9 @@ def verify_keyed(table: Table, log_paths: Sequence[str]) -> KeyedReport:
                 report.retried_failures += entry.get("failures", 0) + entry.get("rewritten", 0)
                 report.exhausted += entry.get("exhausted", 0)
                 report.undecided += entry["undecided"]
-                records = [tuple(r) for r in entry["records"]]
+                records = [cast(KeyedRecord, tuple(r)) for r in entry["records"]]
                 commits.setdefault(entry["index"], []).append(
-                    _Commit(entry["identifier"], records, entry["started_ns"], entry["undecided"])  # type: ignore[arg-type]
+                    _Commit(entry["identifier"], records, entry["started_ns"], entry["undecided"])
                 )
     _check_snapshots(table, report)
     rows = {(r[0], r[1]): r for r in _read(table)}
