@@ -8,8 +8,8 @@ actors between steps, aborts failed jobs, commits one actor *inside* another's p
 (``commit_racing``: the rival's snapshot takes the id the first one was about to create), pauses one actor
 inside its publish while the others commit and expiration keeps a single snapshot (``commit_paused``: the id
 it is about to take was published and deleted meanwhile), runs maintenance (``maintain``: snapshot expiration
-with tiny retention, a rollback to a retained snapshot, orphan file removal, also with a minimum age of
-zero that deletes the files of uncommitted jobs), and arms storage faults (:mod:`paimon_testing.faults`) that
+with tiny retention, creating and deleting tags, a rollback to a retained snapshot or to a tag, orphan file
+removal, also with a minimum age of zero that deletes the files of uncommitted jobs), and arms storage faults (:mod:`paimon_testing.faults`) that
 fire on the next matching call: errors before or after a write reached the store, ambiguous timeouts, crashes
 between the data files and the snapshot.
 
@@ -23,7 +23,12 @@ storage:
 - what each snapshot reads equals the model's content at that snapshot (nothing lost, nothing duplicated),
   and its ``totalRecordCount`` agrees;
 - a commit retried with the same identifier lands once (a retry of a landed commit creates nothing);
-- a failed commit leaves only orphan files: every data file a retained snapshot references still exists.
+- a failed commit leaves only orphan files: every data file a retained snapshot or a tag references still
+  exists;
+- the table's tags are the model's, and each reads the content it tagged; after a rollback (later commits
+  continue from the target's content) or an orphan removal, every retained snapshot and tag is read again.
+
+:class:`paimon_testing.stateful_pk.PrimaryKeyCommits` runs the same machine on a primary-key table.
 
 Running it::
 
@@ -63,9 +68,19 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from paimon_core import Catalog
 from paimon_core.errors import CommitError, CommitStateUnknownError, PaimonError, SnapshotExpiredError
+from paimon_core.manifest import ManifestEntry
 from paimon_core.snapshot import CommitKind, Snapshot
 from paimon_core.storage import clear_memory_store
-from paimon_core.table import CommitMessage, DataSplit, Table, TableCommit, TableRead, TableWrite
+from paimon_core.table import (
+    CommitMessage,
+    DataSplit,
+    Table,
+    TableCommit,
+    TableRead,
+    TableWrite,
+    live_entries,
+)
+from paimon_core.tag import TagManager
 from paimon_testing.faults import (
     DATA,
     MANIFEST,
@@ -127,7 +142,19 @@ _TARGETS: dict[str, tuple[frozenset[str], str | None]] = {
 }
 _MAX_ARMED = 2
 # Weighted by repetition: expiration is the maintenance that races commits most.
-_MAINTENANCE = ("expire-1", "expire-2", "expire-1", "rollback", "orphans", "orphans-now")
+_MAINTENANCE = (
+    "expire-1",
+    "expire-2",
+    "expire-1",
+    "rollback",
+    "orphans",
+    "orphans-now",
+    "tag",
+    "tag",
+    "untag",
+    "rollback-tag",
+)
+_MAX_TAGS = 3
 _FAR_FUTURE = datetime.datetime(2999, 1, 1)
 
 
@@ -142,31 +169,37 @@ class Change:
         kind: APPEND, OVERWRITE or COMPACT.
         commit_user: the committing actor's user.
         identifier: the commit identifier.
-        rows: the rows added, as (id, partition).
+        rows: the rows added, as (id, partition); records of a primary-key table (partition second) when
+            ``ordered``.
         scope: for OVERWRITE, the partition values replaced; ``None`` means the whole table.
+        ordered: the content is a history of records in commit order (a primary-key table merges it), not
+            a set of rows.
     """
 
     kind: CommitKind
     commit_user: str
     identifier: int
-    rows: tuple[Row, ...] = ()
+    rows: tuple[Any, ...] = ()
     scope: tuple[str | None, ...] | None = None
+    ordered: bool = False
 
     @property
     def key(self) -> tuple[str, int, CommitKind]:
         return (self.commit_user, self.identifier, self.kind)
 
-    def apply(self, content: tuple[Row, ...]) -> tuple[Row, ...]:
+    def apply(self, content: tuple[Any, ...]) -> tuple[Any, ...]:
         """The table content after this change."""
         if self.kind == CommitKind.COMPACT:
             return content
         if self.kind == CommitKind.OVERWRITE:
             scope = self.scope
             content = () if scope is None else tuple(r for r in content if r[1] not in scope)
+        if self.ordered:
+            return content + self.rows
         return tuple(sorted(content + self.rows, key=_row_key))
 
     def describe(self) -> str:
-        what = f"{len(self.rows)} rows"
+        what = f"{len(self.rows)} {'records' if self.ordered else 'rows'}"
         if self.kind == CommitKind.OVERWRITE:
             what += " over " + ("the table" if self.scope is None else f"p={list(self.scope)!r}")
         return f"{self.kind.value} {self.commit_user}/{self.identifier} ({what})"
@@ -180,15 +213,18 @@ class TableModel:
     """What the table must hold: the change behind every snapshot, and the content each snapshot reads.
 
     Commits whose outcome is unknown (a timeout, a crash) wait in :attr:`pending` until a snapshot with their
-    (user, identifier, kind) shows up; one that never shows up never landed.
+    (user, identifier, kind) shows up; one that never shows up never landed. :attr:`tags` holds each tag's
+    snapshot id and the content it was created with (a tag outlives a rollback of its id when the rollback
+    died before deleting it).
     """
 
     def __init__(self) -> None:
         self.changes: dict[int, Change] = {}
         self.where: dict[tuple[str, int, CommitKind], int] = {}
         self.pending: dict[tuple[str, int, CommitKind], Change] = {}
-        self.contents: dict[int, tuple[Row, ...]] = {0: ()}
+        self.contents: dict[int, tuple[Any, ...]] = {0: ()}
         self.verified = 0
+        self.tags: dict[str, tuple[int, tuple[Any, ...]]] = {}  # name -> (snapshot id, its content)
 
     def landed(self, snapshot_id: int, change: Change) -> None:
         """A commit call returned ``snapshot_id`` for ``change``."""
@@ -363,18 +399,19 @@ class _Job:
     scope: tuple[str | None, ...] | None = None
     writer: TableWrite | None = None
     plan: object | None = None
-    rows: list[Row] = field(default_factory=list)
+    rows: list[Any] = field(default_factory=list)
     messages: list[CommitMessage] | None = None
     phase: str = "writing"  # writing, prepared, landed, unknown, failed, aborted, rolled-back
     crashed: bool = False
+    ordered: bool = False  # rows are records of a primary-key table, in write order
 
     def change(self, user: str) -> Change:
         if self.kind == "compact":
-            return Change(CommitKind.COMPACT, user, self.identifier)
-        rows = tuple(sorted(self.rows, key=_row_key))
+            return Change(CommitKind.COMPACT, user, self.identifier, ordered=self.ordered)
+        rows = tuple(self.rows) if self.ordered else tuple(sorted(self.rows, key=_row_key))
         if self.kind == "append":
-            return Change(CommitKind.APPEND, user, self.identifier, rows)
-        return Change(CommitKind.OVERWRITE, user, self.identifier, rows, self.scope)
+            return Change(CommitKind.APPEND, user, self.identifier, rows, ordered=self.ordered)
+        return Change(CommitKind.OVERWRITE, user, self.identifier, rows, self.scope, self.ordered)
 
 
 @dataclass
@@ -405,11 +442,20 @@ class ConcurrentCommits(RuleBasedStateMachine):
         self.partitions: list[str | None] = []
         self.next_row = 0
         self.warehouse = self.make_warehouse()
-        catalog = Catalog.open(self.warehouse, create=True)
-        catalog.create_database("db", exist_ok=True)
-        clean = catalog.create_table("db.t", SCHEMA, partition_keys=["p"], options=self.table_options)
+        self.catalog = Catalog.open(self.warehouse, create=True)
+        self.catalog.create_database("db", exist_ok=True)
+        self.next_tag = 1
+        self._open_table("db.t", SCHEMA, (), self.table_options)
+
+    def _open_table(
+        self, name: str, schema: pa.Schema, primary_keys: Sequence[str], options: dict[str, str]
+    ) -> None:
+        """Create the table the actors share (through faulty storage) and its undisturbed twin."""
+        clean = self.catalog.create_table(
+            name, schema, partition_keys=["p"], primary_keys=primary_keys, options=options
+        )
         self.checker = clean  # reads through the undisturbed backend
-        self.table = Table(clean.path, FaultyStorage(clean.storage, self.plan), clean.schema, "db.t")
+        self.table = Table(clean.path, FaultyStorage(clean.storage, self.plan), clean.schema, name)
         self.compactor = self.make_compactor(self.table)
         self.expirer = self.make_expirer(self.table)
         self.compactable = False  # the latest snapshot has a (partition, bucket) with several files
@@ -623,6 +669,19 @@ class ConcurrentCommits(RuleBasedStateMachine):
         elif nothing_to_do:
             note(f"{actor.name}: empty append, nothing committed")
             job.phase = "landed"
+        elif change.kind == CommitKind.COMPACT and not self.model.is_placed(change):
+            # A primary-key file moved up a level keeps its name: when another compaction made the same move
+            # (the file is live) or compacted the file since, the committer takes the names for its own
+            # commit, landed before, and commits nothing. Harmless for a compaction; otherwise a failure.
+            live = {e.file.file_name for e in self.checker.live_entries()}
+            added = {f.file_name for m in job.messages for f in m.compact_after}
+            moved = added & {f.file_name for m in job.messages for f in m.compact_before}
+            assert added <= live or moved, (
+                f"{change.describe()} created nothing, yet it never landed and its files are not all live"
+            )
+            event("commit: compaction already made by another")
+            note(f"{actor.name}: {change.describe()} was made by another compaction; nothing to do")
+            job.phase = "landed"
         else:
             assert self.model.is_placed(change), (
                 f"{change.describe()} created nothing, yet it is not in the table (a retry that was "
@@ -729,15 +788,26 @@ class ConcurrentCommits(RuleBasedStateMachine):
     @rule(data=st.data(), action=st.sampled_from(_MAINTENANCE))
     def maintain(self, data: st.DataObject, action: str) -> None:
         """One maintenance action (one rule for all, so that they do not crowd out the writers): expire
-        snapshots, roll back, or remove orphan files (``orphans-now``: with a minimum age of zero, which also
-        deletes files of jobs that have not committed yet)."""
+        snapshots, create or delete a tag, roll back to a snapshot or to a tag, or remove orphan files
+        (``orphans-now``: with a minimum age of zero, which also deletes files of jobs that have not
+        committed yet). After a rollback or an orphan removal every retained snapshot and every tag is read
+        again: what they read must not have changed."""
         if action.startswith("expire"):
             if self.expirer is not None:
                 self._expire(int(action[-1]))
+        elif action == "tag":
+            self._create_tag(data)
+        elif action == "untag":
+            self._delete_tag(data)
         elif action == "rollback":
             self._rollback(data)
+            self._recheck_all()
+        elif action == "rollback-tag":
+            self._rollback_to_tag(data)
+            self._recheck_all()
         else:
             self._remove_orphans(now=action == "orphans-now")
+            self._recheck_all()
 
     def _expire(self, retain: int) -> None:
         """Expire all but the newest ``retain`` snapshots (a failed run leaves the table as it was)."""
@@ -791,8 +861,19 @@ class ConcurrentCommits(RuleBasedStateMachine):
             note(f"rollback crashed: {crash}")
         except (PaimonError, OSError) as error:
             note(f"rollback failed: {type(error).__name__}: {error}")
+        self._after_rollback()
+
+    def _after_rollback(self) -> None:
+        """Forget what the rollback undid: the commits above the latest retained snapshot, and the tags of
+        those snapshots that it deleted (a rollback that died midway may leave some)."""
         retained = self._retained_ids()
-        self._undo_above(retained[-1] if retained else 0)
+        last = retained[-1] if retained else 0
+        self._undo_above(last)
+        present = set(self._tag_manager().names())
+        for name, (snapshot_id, _) in list(self.model.tags.items()):
+            if snapshot_id > last and name not in present:
+                note(f"the rollback deleted tag {name} (snapshot {snapshot_id})")
+                del self.model.tags[name]
 
     def _undo_above(self, last: int) -> None:
         """Forget the commits of snapshots above ``last`` (rolled back)."""
@@ -811,6 +892,78 @@ class ConcurrentCommits(RuleBasedStateMachine):
         if undone:
             event("rollback undid commits")
 
+    def _tag_manager(self) -> TagManager:
+        return TagManager(self.checker.storage, self.checker.path)
+
+    def _create_tag(self, data: st.DataObject) -> None:
+        """Tag a retained snapshot (at most ``_MAX_TAGS`` tags): the model keeps the content it tags."""
+        from paimon_core.maintenance import create_tag
+
+        self._verify_snapshots()
+        retained = self._retained_ids()
+        if not retained or len(self.model.tags) >= _MAX_TAGS:
+            return
+        target = data.draw(st.sampled_from(retained), label="tag target")
+        name = f"t{self.next_tag}"
+        self.next_tag += 1
+        note(f"create tag {name} of snapshot {target}")
+        try:
+            create_tag(self.table, name, target)
+        except SimulatedCrash as crash:
+            note(f"tag creation crashed: {crash}")
+        except (PaimonError, OSError) as error:  # the snapshot may have expired meanwhile
+            note(f"tag creation failed: {type(error).__name__}: {error}")
+        tags = self._tag_manager()
+        if not tags.exists(name):
+            return
+        tagged = tags.tag(name).snapshot.id
+        assert tagged == target, f"tag {name} was created of snapshot {tagged}, not {target}"
+        self.model.tags[name] = (target, self.model.contents[target])
+        event("tag created")
+        self._check_tag(name)
+
+    def _delete_tag(self, data: st.DataObject) -> None:
+        """Delete a tag; when it was the last to hold an expired snapshot, that snapshot's files go too."""
+        from paimon_core.maintenance import delete_tag
+
+        if not self.model.tags:
+            return
+        name = data.draw(st.sampled_from(sorted(self.model.tags)), label="tag to delete")
+        note(f"delete tag {name}")
+        try:
+            delete_tag(self.table, name)
+        except SimulatedCrash as crash:
+            note(f"tag deletion crashed: {crash}")
+        except (PaimonError, OSError) as error:
+            note(f"tag deletion failed: {type(error).__name__}: {error}")
+        if not self._tag_manager().exists(name):
+            del self.model.tags[name]
+            event("tag deleted")
+
+    def _rollback_to_tag(self, data: st.DataObject) -> None:
+        """Roll back to a tag: its snapshot becomes the latest again (brought back when it expired), the
+        commits above it are undone and the tags above it deleted; later commits continue from its content."""
+        from paimon_core.maintenance import rollback_to
+
+        self._verify_snapshots()
+        if not self.model.tags:
+            return
+        name = data.draw(st.sampled_from(sorted(self.model.tags)), label="rollback tag")
+        target, content = self.model.tags[name]
+        note(f"rollback to tag {name} (snapshot {target})")
+        try:
+            rollback_to(self.table, tag=name)
+        except SimulatedCrash as crash:
+            note(f"rollback to a tag crashed: {crash}")
+        except (PaimonError, OSError) as error:
+            note(f"rollback to a tag failed: {type(error).__name__}: {error}")
+        retained = self._retained_ids()
+        if retained and retained[-1] == target:
+            event("rolled back to a tag")
+            # The snapshot may have been written back from the tag after it expired: it holds the tag's content.
+            self.model.contents[target] = content
+        self._after_rollback()
+
     def _remove_orphans(self, now: bool) -> None:
         """Orphan removal; with ``now`` it also deletes files that jobs wrote and have not committed yet: their
         commits must then fail, never publish a snapshot that cannot be read."""
@@ -827,24 +980,97 @@ class ConcurrentCommits(RuleBasedStateMachine):
         except (PaimonError, OSError) as error:
             note(f"orphan removal failed: {type(error).__name__}: {error}")
 
+    def _recheck_all(self) -> None:
+        """Read every retained snapshot and every tag again: maintenance must not change what they read."""
+        self._verify_snapshots()
+        for snapshot_id in self._retained_ids():
+            if snapshot_id in self.model.contents:
+                self._check_read(snapshot_id, None, self.model.contents[snapshot_id])
+        for name in sorted(self.model.tags):
+            self._check_tag(name)
+
+    def _check_tag(self, name: str) -> None:
+        _, content = self.model.tags[name]
+        self._check_read(None, name, content)
+
+    def _check_read(self, snapshot_id: int | None, tag: str | None, content: tuple[Any, ...]) -> None:
+        """What a snapshot (or tag) reads equals the model's content (a snapshot that expired meanwhile says so)."""
+        expected = self.expected_rows(content)
+        try:
+            actual = self.read_rows(snapshot_id=snapshot_id, tag=tag)
+        except SnapshotExpiredError:
+            if tag is not None:
+                raise
+            return
+        what = f"tag {tag}" if tag is not None else f"snapshot {snapshot_id}"
+        self.check_rows(what, actual, expected, snapshot_id=snapshot_id, tag=tag)
+
+    # --- how the table is read and compared (overridden by the primary-key machine) ----------------------------
+
+    def read_rows(self, snapshot_id: int | None = None, tag: str | None = None) -> list[Any]:
+        """What the table reads (the latest snapshot, or one snapshot or tag), sorted."""
+        return _rows(self.checker.to_arrow(["id", "p"], snapshot_id=snapshot_id, tag=tag))
+
+    def expected_rows(self, content: tuple[Any, ...]) -> list[Any]:
+        """The sorted rows a read of ``content`` must return."""
+        return list(content)
+
+    def check_rows(
+        self,
+        what: str,
+        actual: list[Any],
+        expected: list[Any],
+        *,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+    ) -> None:
+        """Compare a read with the model; ``snapshot_id`` / ``tag`` say what was read (None: the latest)."""
+        if actual != expected:
+            lost = Counter(expected) - Counter(actual)
+            extra = Counter(actual) - Counter(expected)
+            raise AssertionError(
+                f"{what} reads wrong rows: lost {sorted(lost, key=str)}, unexpected or duplicated "
+                f"{sorted(extra, key=str)}"
+            )
+
+    def check_record_count(self, snapshot: Snapshot, expected: list[Any]) -> None:
+        """The snapshot's ``totalRecordCount`` agrees with what it holds."""
+        assert snapshot.total_record_count == len(expected), (
+            f"snapshot {snapshot.id} says totalRecordCount={snapshot.total_record_count}, holds {len(expected)} rows"
+        )
+
+    def is_compactable(self, entries: Sequence[ManifestEntry]) -> bool:
+        """Whether a compaction of these live files has something to do."""
+        groups: Counter[tuple[bytes, int]] = Counter((e.partition, e.bucket) for e in entries)
+        return any(count >= 2 for count in groups.values())
+
     # --- invariants ------------------------------------------------------------------------------------------
 
     @invariant()
     def table_matches_model(self) -> None:
         self._verify_snapshots()
-        retained = self._retained_ids()
-        if retained:  # every file the retained snapshots use is still there
-            used = set()
-            for snapshot_id in retained:
-                try:
-                    entries = self.checker.live_entries(snapshot_id)
-                except SnapshotExpiredError:
-                    continue
-                used |= {
-                    f"{self.checker.bucket_dir(e.partition, e.bucket)}/{e.file.file_name}" for e in entries
-                }
-            gone = sorted(path for path in used if not self.checker.storage.exists(path))
-            assert not gone, f"data files referenced by snapshots were deleted: {gone[:5]}"
+        roots: list[Snapshot] = []
+        sm = self.checker.snapshot_manager
+        for snapshot_id in self._retained_ids():
+            snapshot = sm.try_snapshot(snapshot_id)
+            if snapshot is not None:
+                roots.append(snapshot)
+        roots += [t.snapshot for t in self._tag_manager().tags()]
+        used = set()  # every file the retained snapshots and the tags use is still there
+        for snapshot in roots:
+            try:
+                entries = live_entries(self.checker, snapshot)
+            except SnapshotExpiredError:
+                continue
+            used |= {f"{self.checker.bucket_dir(e.partition, e.bucket)}/{e.file.file_name}" for e in entries}
+        gone = sorted(path for path in used if not self.checker.storage.exists(path))
+        assert not gone, f"data files referenced by snapshots or tags were deleted: {gone[:5]}"
+
+    @invariant()
+    def tags_match_model(self) -> None:
+        actual = {t.name: t.snapshot.id for t in self._tag_manager().tags()}
+        expected = {name: snapshot_id for name, (snapshot_id, _) in self.model.tags.items()}
+        assert actual == expected, f"the table's tags {actual} are not the model's {expected}"
 
     def _retained_ids(self) -> list[int]:
         sm = self.checker.snapshot_manager
@@ -866,10 +1092,10 @@ class ConcurrentCommits(RuleBasedStateMachine):
             self._check_new_snapshot(snapshot_id)
         self.model.verified = max(self.model.verified, last)
         if new:  # the plain read of the latest snapshot goes through the LATEST hint
-            latest = self.checker.to_arrow(["id", "p"])
-            assert _rows(latest) == list(self.model.contents[last]), (
-                "the latest read differs from the model: an acknowledged commit is missing, or a row is "
-                "duplicated"
+            expected = self.expected_rows(self.model.contents[last])
+            actual = self.read_rows()
+            self.check_rows(
+                "the latest read (an acknowledged commit missing, or a row duplicated?)", actual, expected
             )
 
     def _check_new_snapshot(self, snapshot_id: int) -> None:
@@ -882,26 +1108,18 @@ class ConcurrentCommits(RuleBasedStateMachine):
             self.model.contents[snapshot_id] = change.apply(self.model.contents[snapshot_id - 1])
             return
         change = self.model.resolve(snapshot)
-        expected = change.apply(self.model.contents[snapshot_id - 1])
-        self.model.contents[snapshot_id] = expected
+        content = change.apply(self.model.contents[snapshot_id - 1])
+        self.model.contents[snapshot_id] = content
+        expected = self.expected_rows(content)
         try:
-            actual = _rows(self.checker.to_arrow(["id", "p"], snapshot_id=snapshot_id))
+            actual = self.read_rows(snapshot_id=snapshot_id)
         except SnapshotExpiredError:
             return  # expired while we read it: readers are told so, never given partial data
-        if actual != list(expected):
-            lost = Counter(expected) - Counter(actual)
-            extra = Counter(actual) - Counter(expected)
-            raise AssertionError(
-                f"snapshot {snapshot_id} ({change.describe()}) reads wrong rows: lost {sorted(lost, key=_row_key)}, "
-                f"unexpected or duplicated {sorted(extra, key=_row_key)}"
-            )
-        assert snapshot.total_record_count == len(expected), (
-            f"snapshot {snapshot_id} says totalRecordCount={snapshot.total_record_count}, holds {len(expected)} rows"
+        self.check_rows(
+            f"snapshot {snapshot_id} ({change.describe()})", actual, expected, snapshot_id=snapshot_id
         )
-        groups: Counter[tuple[bytes, int]] = Counter()
-        for entry in self.checker.live_entries(snapshot_id):
-            groups[(entry.partition, entry.bucket)] += 1
-        self.compactable = any(count >= 2 for count in groups.values())
+        self.check_record_count(snapshot, expected)
+        self.compactable = self.is_compactable(self.checker.live_entries(snapshot_id))
 
 
 def _rows(data: pa.Table) -> list[Row]:

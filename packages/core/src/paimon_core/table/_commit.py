@@ -481,7 +481,16 @@ class TableCommit:
                     f"{self.table.path} cannot be told: its earlier snapshots expired, and this commit adds "
                     "no files to recognise it by; if it was never committed, commit it without an identifier"
                 )
-            return bool(added) and not self._own.complete and self._compacted_away(identifier, added)
+            if not added or self._own.complete:
+                return False
+            if deletes and self._all_live({f.file_name for m in messages for f in m.new_files}):
+                # New files are named once: live means committed (maybe moved up a level since, which keeps
+                # the name). Publishing an overwrite again would delete what later commits added.
+                logger.info(
+                    "overwrite %s of %s landed before: its files are live", identifier, self.commit_user
+                )
+                return True
+            return self._compacted_away(identifier, added)
         try:
             committed = self._own.files.get(identifier) or self._files_committed_as(identifier)
             # When that snapshot expired, a replay's files are live, replaced by a retained snapshot, or gone
@@ -507,6 +516,19 @@ class TableCommit:
             identifier,
             last,
         )
+
+    def _all_live(self, names: set[str]) -> bool:
+        """Whether these files are all live in the latest snapshot (False for none)."""
+        latest = self.table.snapshot_manager.latest()
+        if not names or latest is None:
+            return False
+        try:
+            live = {e.file.file_name for e in self.table.live_files.at(latest).values()}
+        except (OSError, CorruptMetadataError, SnapshotExpiredError) as exc:
+            raise CommitStateUnknownError(
+                f"whether a commit of {self.commit_user} to {self.table.path} landed before cannot be told: {exc}"
+            ) from exc
+        return names <= live
 
     def _compacted_away(self, identifier: int, added: set[str]) -> bool:
         """Whether files to add were committed before and then replaced by a retained snapshot (a compaction or
@@ -783,6 +805,10 @@ class TableCommit:
             return
         added = [e for e in attempt.entries if e.kind == FileKind.ADD]
         names = {e.file.file_name for e in added}
+        # An overwrite's new files all live (maybe moved up a level since, keeping their names): it landed,
+        # and publishing it again would delete what later commits added.
+        if attempt.kind == CommitKind.OVERWRITE and self._all_live(names):
+            raise _AlreadyLive()
         if names and self._compacted_away(identifier, names):
             raise _AlreadyLive()
         if not names or not all(self._exist(added)):
