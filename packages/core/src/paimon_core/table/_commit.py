@@ -493,12 +493,14 @@ class TableCommit:
             return self._compacted_away(identifier, added)
         try:
             committed = self._own.files.get(identifier) or self._files_committed_as(identifier)
-            # When that snapshot expired, a replay's files are live, replaced by a retained snapshot, or gone
-            # with a compaction that expired.
+            # When that snapshot expired, a replay's files are live (maybe moved up a level since, which keeps
+            # their names), replaced by a retained snapshot, or gone with a compaction that expired.
             if (committed is not None and added <= committed) or (
                 committed is None
                 and (
-                    self._live_or_gone(messages) or (bool(added) and self._compacted_away(identifier, added))
+                    self._all_live(added)
+                    or self._live_or_gone(messages)
+                    or (bool(added) and self._compacted_away(identifier, added))
                 )
             ):
                 return True
