@@ -1118,6 +1118,20 @@ class Options(Mapping[str, str]):
         stop = self.get_option(NUM_SORTED_RUN_STOP_TRIGGER)
         return stop if stop is not None else self.get_option(NUM_SORTED_RUN_COMPACTION_TRIGGER) + 3
 
+    def full_compaction_delta_commits(self) -> int | None:
+        """A writer's commits from one full compaction to the next; None: none (``write-only`` never compacts).
+
+        ``full-compaction.delta-commits``; unset with the ``full-compaction`` changelog producer, every commit:
+        Paimon documents 1 as its default there (its Flink writer compacts fully at every commit), and a
+        producer whose changelog comes only from full compactions would otherwise give none.
+        """
+        if self.get_option(WRITE_ONLY):
+            return None
+        every = self.get_option(FULL_COMPACTION_DELTA_COMMITS)
+        if every is None and self.get_option(CHANGELOG_PRODUCER) == "full-compaction":
+            return 1
+        return every
+
     def merge_tree_levels(self) -> int:
         """``num-levels``, defaulting to the compaction trigger + 1 as Paimon does."""
         levels = self.get_option(NUM_LEVELS)

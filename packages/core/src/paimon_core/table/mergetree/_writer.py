@@ -604,8 +604,8 @@ class KeyValueTableWrite(TableWrite):
     def prepare_commit(self) -> list[CommitMessage]:
         """Flush every bucket (compacting as the tree asks) and return the commit messages."""
         self._commits += 1
-        every = self.table.options.get_option(opts.FULL_COMPACTION_DELTA_COMMITS)
-        full = self._full_compaction or (every is not None and self._compact and self._commits % every == 0)
+        every = self.table.options.full_compaction_delta_commits()
+        full = self._full_compaction or (every is not None and self._commits % every == 0)
         messages = []
         for tree in self._trees.values():
             message = tree.prepare_commit(full_compaction=full)
