@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from paimon_core import options as opts
-from paimon_core.errors import SchemaError
+from paimon_core.errors import MergeError, SchemaError
 from paimon_core.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexFileMeta
 from paimon_core.storage import join_path
 from paimon_core.table._convert import conform_batch, iter_batches
@@ -50,6 +51,7 @@ from paimon_core.table.mergetree._levels import (
 )
 from paimon_core.table.mergetree._merge import (
     DELETE,
+    FIRST_ROW_RETRACTION_REFUSAL,
     INSERT,
     Deduplicate,
     FirstRow,
@@ -500,6 +502,11 @@ class KeyValueTableWrite(TableWrite):
         self._full_compaction = full_compaction
         self._rowkind_field = table.options.get_option(opts.ROWKIND_FIELD)
         self._ignore_delete = table.options.get_option(opts.IGNORE_DELETE)
+        # first-row keeps a key's first row for ever: a retraction is refused as it arrives (Java refuses it
+        # when it merges, at the writer's compaction), never stored to be dropped or refused later
+        self._refuse_retractions = (
+            not self._ignore_delete and table.options.get_option(opts.MERGE_ENGINE) == "first-row"
+        )
         self._commits = 0
         self._assigner = DynamicBucketAssigner(table, fresh=overwrite) if table.bucket == -1 else None
 
@@ -509,6 +516,7 @@ class KeyValueTableWrite(TableWrite):
         Raises:
             SchemaError: the data does not fit the table's schema, a primary-key value is null, or a
                 ``rowkind.field`` value is not a row kind.
+            MergeError: a -U/-D record for a first-row table without ``ignore-delete``.
         """
         if self._closed:
             raise RuntimeError("this TableWrite was already committed or aborted")
@@ -519,6 +527,8 @@ class KeyValueTableWrite(TableWrite):
             for piece in pieces(batch, self._memory.piece_bytes):  # never a copy of a whole large input
                 for key, part in self._split(piece):
                     kinds = self._kinds(part, kind)
+                    if self._refuse_retractions and not pc.all(is_add(kinds)).as_py():
+                        raise MergeError(f"{self.table.identifier}: {FIRST_ROW_RETRACTION_REFUSAL}")
                     # ignore-delete: dropped before anything sees them, as Java's TableWriteImpl does
                     if self._ignore_delete:
                         adds = is_add(kinds)
