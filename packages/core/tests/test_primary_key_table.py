@@ -409,6 +409,24 @@ def test_first_row_refuses_retractions_at_every_writer_unless_told_to_ignore_the
     assert _rows(table) == sorted(first.values())
 
 
+@pytest.mark.parametrize("held", [True, False])
+def test_first_row_compaction_refuses_a_stored_retraction(catalog: Catalog, held: bool) -> None:
+    # files another writer stored (Java's write-only writers keep -D records for the compaction to refuse)
+    table = _create(catalog, bucket="1", **{"merge-engine": "first-row", "write-only": "true"})
+    table.append(_data([("d1", 1, "a", 1)]))
+    compact_table(table)
+    writer = table.new_write()
+    writer._refuse_retractions = False  # type: ignore[attr-defined]  # stands for such a writer
+    writer.delete(_data([("d1", 1 if held else 2, None, None)]))
+    table.new_commit().commit(writer.prepare_commit())
+    writer.close()
+    with pytest.raises(MergeError, match="ignore-delete"):
+        compact_table(table)
+    assert _rows(table) == [("d1", 1, "a", 1)]
+    compact_table(table.copy({"ignore-delete": "true"}))  # dropped, as asked
+    assert _rows(table) == [("d1", 1, "a", 1)]
+
+
 def test_first_row_level_zero_is_read_only_after_compaction(catalog: Catalog) -> None:
     table = _create(catalog, bucket="1", **{"merge-engine": "first-row", "write-only": "true"})
     table.append(_data([("d1", 1, "a", 1)]))

@@ -38,7 +38,7 @@ from paimon_core.table.mergetree._changelog import (
 from paimon_core.table.mergetree._deletion import BucketDeletionVectors
 from paimon_core.table.mergetree._dynamic_bucket import DynamicBucketAssigner
 from paimon_core.table.mergetree._kway import merge_sorted_runs
-from paimon_core.table.mergetree._layout import is_add, kinds_of
+from paimon_core.table.mergetree._layout import VALUE_KIND, is_add, kinds_of
 from paimon_core.table.mergetree._levels import (
     CompactUnit,
     Levels,
@@ -301,6 +301,11 @@ class MergeTreeWriter:
             return [compacted.merged]
         if self.first_row:
             merged = self.reader.merged(split, files)
+            # a -U/-D stored by another writer (Java write-only): refused here, as Java's compaction does
+            engine = self.reader.engine
+            refuses = isinstance(engine, FirstRow) and not engine.ignore_delete
+            if refuses and not pc.all(is_add(merged.column(VALUE_KIND))).as_py():
+                raise MergeError(f"{self.table.identifier}: {FIRST_ROW_RETRACTION_REFUSAL}")
             return [merged.filter(pa.array(self._not_above(merged, split, output)))]
         if self.lookup:
             return [self.reader.merged(split, files)]  # the reader merges as lookup mode does
