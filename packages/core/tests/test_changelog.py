@@ -34,8 +34,6 @@ def _table(root: Path, producer: str, **options: str) -> Table:
     catalog = Catalog.open(str(root), create=True)
     catalog.create_database("db", exist_ok=True)
     opts = {"bucket": "2", "changelog-producer": producer, **options}
-    if producer == "full-compaction":
-        opts.setdefault("full-compaction.delta-commits", "1")
     return catalog.create_table(f"db.t{next(_names)}", SCHEMA, primary_keys=["k"], options=opts)
 
 
@@ -178,6 +176,31 @@ def test_changelog_matches_the_model(
         replayed = _replay(replayed, rows)
         assert replayed == after == {r["k"]: r["v"] for r in table.to_arrow().to_pylist()}
         state = after
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(history=histories)
+def test_full_compaction_producer_compacts_at_every_commit_unless_told_otherwise(
+    tmp_path_factory: pytest.TempPathFactory, history: list[list[Op]]
+) -> None:
+    # Paimon documents full-compaction.delta-commits = 1 as the producer's default: without it the producer
+    # gave no changelog at all until a compaction happened to reach the top level
+    root = tmp_path_factory.mktemp("wh")
+    default = _table(root, "full-compaction")
+    explicit = _table(root, "full-compaction", **{"full-compaction.delta-commits": "1"})
+    every_other = _table(root, "full-compaction", **{"full-compaction.delta-commits": "2"})
+    write_only = _table(root, "full-compaction", **{"write-only": "true"})
+    for ops in history:
+        for table in (default, explicit, every_other, write_only):
+            _commit(table, ops)
+    latest = default.snapshot_manager.latest_id() or 0
+    assert latest == explicit.snapshot_manager.latest_id()
+    changes = [_by_key(_changes(default, i)) for i in range(1, latest + 1)]
+    assert changes == [_by_key(_changes(explicit, i)) for i in range(1, latest + 1)]
+    assert any(changes)  # the first commit's keys at least
+    compacts = [s.commit_kind for s in every_other.snapshots()].count(CommitKind.COMPACT)
+    assert compacts <= len(history) // 2
+    assert all(s.commit_kind == CommitKind.APPEND for s in write_only.snapshots())
 
 
 def test_input_changelog_files_are_listed_in_the_changelog_manifest_list(tmp_path: Path) -> None:

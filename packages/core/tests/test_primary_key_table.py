@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from paimon_core import Catalog, ConfigError, SchemaError
 from paimon_core.binary_row import deserialize_row
 from paimon_core.compact import CompactJob, compact_table
+from paimon_core.errors import MergeError
 from paimon_core.schema_change import SchemaChange
 from paimon_core.table import Table
 from paimon_core.types import BigIntType
@@ -346,6 +347,84 @@ def test_first_row_compaction_keeps_each_key_on_one_level(catalog: Catalog) -> N
     assert sorted(levels) == [4, 5] and levels[4].row_count == 1
     rows = _rows(table)
     assert ("d1", 5, "old5", 5) in rows and ("d1", 5000, "new", 0) in rows and len(rows) == 2001
+
+
+_FIRST_ROW_WRITES = st.lists(
+    st.tuples(
+        st.sampled_from(["write", "delete", "rowkind"]),
+        st.lists(
+            st.tuples(st.integers(0, 6), st.sampled_from(["+I", "+U", "-U", "-D"])), min_size=1, max_size=5
+        ),
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+@pytest.mark.parametrize("ignore", [None, "ignore-delete", "first-row.ignore-delete"])
+@pytest.mark.parametrize("write_only", [False, True])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(writes=_FIRST_ROW_WRITES)
+def test_first_row_refuses_retractions_at_every_writer_unless_told_to_ignore_them(
+    tmp_path_factory: pytest.TempPathFactory,
+    ignore: str | None,
+    write_only: bool,
+    writes: list[tuple[str, list[tuple[int, str]]]],
+) -> None:
+    # Java refuses a -U/-D on a first-row table (FirstRowMergeFunction) unless ignore-delete drops it;
+    # it was accepted and then dropped unseen by the writer's compaction
+    catalog = Catalog.open(str(tmp_path_factory.mktemp("wh")), create=True)
+    catalog.create_database("db")
+    options = {"merge-engine": "first-row", "rowkind.field": "name", "write-only": str(write_only).lower()}
+    if ignore is not None:
+        options[ignore] = "true"
+    table = _create(catalog, bucket="1", **options)
+    first: dict[int, tuple[Any, ...]] = {}
+    for number, (door, records) in enumerate(writes):
+        kinds = ["-D" for _ in records] if door == "delete" else [kind for _, kind in records]
+        rows = [("d1", key, kind, number) for key, kind in zip([k for k, _ in records], kinds, strict=True)]
+        retracts = any(kind in ("-U", "-D") for kind in kinds)
+        snapshot = table.snapshot_manager.latest_id()
+        try:
+            if door == "delete":
+                table.delete(_data(rows))
+            elif door == "rowkind":
+                table.append(_data(rows))
+            else:
+                writer = table.new_write()
+                for row in rows:
+                    writer.write(_data([row]), kind={"+I": 0, "+U": 2, "-U": 1, "-D": 3}[row[2]])
+                table.new_commit().commit(writer.prepare_commit())
+                writer.close()
+        except MergeError as refused:
+            assert ignore is None and retracts, refused
+            assert "ignore-delete" in str(refused)
+            assert table.snapshot_manager.latest_id() == snapshot  # nothing committed
+            continue
+        assert ignore is not None or not retracts
+        for key, kind in zip([k for k, _ in records], kinds, strict=True):
+            if kind in ("+I", "+U"):
+                first.setdefault(key, ("d1", key, kind, number))
+    compact_table(table)  # write-only tables show level 0 once compacted
+    assert _rows(table) == sorted(first.values())
+
+
+@pytest.mark.parametrize("held", [True, False])
+def test_first_row_compaction_refuses_a_stored_retraction(catalog: Catalog, held: bool) -> None:
+    # files another writer stored (Java's write-only writers keep -D records for the compaction to refuse)
+    table = _create(catalog, bucket="1", **{"merge-engine": "first-row", "write-only": "true"})
+    table.append(_data([("d1", 1, "a", 1)]))
+    compact_table(table)
+    writer = table.new_write()
+    writer._refuse_retractions = False  # type: ignore[attr-defined]  # stands for such a writer
+    writer.delete(_data([("d1", 1 if held else 2, None, None)]))
+    table.new_commit().commit(writer.prepare_commit())
+    writer.close()
+    with pytest.raises(MergeError, match="ignore-delete"):
+        compact_table(table)
+    assert _rows(table) == [("d1", 1, "a", 1)]
+    compact_table(table.copy({"ignore-delete": "true"}))  # dropped, as asked
+    assert _rows(table) == [("d1", 1, "a", 1)]
 
 
 def test_first_row_level_zero_is_read_only_after_compaction(catalog: Catalog) -> None:

@@ -41,14 +41,14 @@ def test_changes_apply_and_old_files_read_under_the_new_schema(catalog_with_tabl
             SchemaChange.update_column_type("price", pa.decimal128(12, 3)),
             SchemaChange.update_column_comment("label", "what it is"),
             SchemaChange.update_column_nullability("id", True),
-            SchemaChange.set_option("snapshot.num-retained.max", "9"),
+            SchemaChange.set_option("snapshot.num-retained.max", "19"),
             SchemaChange.update_comment("the table"),
         ],
     )
     assert table.arrow_schema.names == ["dt", "note", "id", "price", "label"]
     assert table.schema.field_by_name("label").description == "what it is"
     assert table.schema.field_by_name("label").id == 3  # a rename keeps the field id
-    assert table.schema.comment == "the table" and table.options["snapshot.num-retained.max"] == "9"
+    assert table.schema.comment == "the table" and table.options["snapshot.num-retained.max"] == "19"
     assert table.schema.options["bucket-key"] == "id"
     row = table.to_arrow().to_pylist()[0]
     assert row["note"] is None and row["label"] == "a" and row["id"] == 1
@@ -90,5 +90,7 @@ def test_refused_changes_say_why_and_change_nothing(
 def test_option_changes_are_validated(catalog_with_table: Catalog) -> None:
     with pytest.raises(ConfigError, match="did you mean"):
         catalog_with_table.alter_table("db.t", SchemaChange.set_option("snapshot.num-retained.maxx", "3"))
-    with pytest.raises(ConfigError):
-        catalog_with_table.alter_table("db.t", SchemaChange.set_option("bucket", "4"))  # immutable
+    with pytest.raises(ConfigError, match="cannot become bucket = -1"):
+        catalog_with_table.alter_table("db.t", SchemaChange.set_option("bucket", "-1"))
+    with pytest.raises(ConfigError, match="fixed when the table is created"):
+        catalog_with_table.alter_table("db.t", SchemaChange.set_option("bucket-key", "name"))

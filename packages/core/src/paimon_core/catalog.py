@@ -59,6 +59,15 @@ def _check_name(kind: str, name: str) -> str:
     return name
 
 
+def _checked(schema: TableSchema) -> TableSchema:
+    """An altered schema meets the rules a new table meets (Java validates both alike)."""
+    if schema.primary_keys:
+        check_primary_key_table(schema)
+    else:
+        check_append_table(schema)
+    return schema
+
+
 def split_identifier(identifier: str) -> tuple[str, str]:
     """``"db.t"`` → ``("db", "t")``; a bare ``"t"`` lives in the ``default`` database."""
     database, _, table = identifier.rpartition(".")
@@ -192,6 +201,7 @@ class Catalog:
             raise TableAlreadyExistsError(identifier)
         table_options = Options.of(options)
         table_options.validate()
+        opts.check_consistency(table_options)
         fields, highest = fields_from_arrow_schema(schema)
         names = [f.name for f in fields]
         _check_keys("partition key", partition_keys, names)
@@ -327,13 +337,14 @@ class Catalog:
         Raises:
             TableNotFoundError: no such table.
             SchemaError: a change is refused (the message says why); nothing changes.
-            ConfigError: an unknown, malformed or immutable option.
+            ConfigError: an unknown, malformed or immutable option; options the table cannot have together (as
+                at creation).
         """
         batch = [changes] if isinstance(changes, SchemaChange) else list(changes)
         manager = SchemaManager(self.storage, self.table_path(split_system_name(identifier)[0]))
         if manager.latest() is None:
             raise self._table_not_found(identifier)
-        manager.commit_change(lambda schema: apply_changes(schema, batch))
+        manager.commit_change(lambda schema: _checked(apply_changes(schema, batch)))
         return self._data_table(identifier)
 
     def add_column(

@@ -73,7 +73,13 @@ def _to_str(value: Any) -> str:
 
 @dataclass(frozen=True)
 class Option(Generic[T]):
-    """One option: its Paimon key, parser, default and constraints."""
+    """One option: its Paimon key, parser, default and constraints.
+
+    ``immutable``: fixed once the table is created (Java's ``@Immutable``: it shapes the data already
+    written), neither altered nor given as a dynamic option. ``dynamic`` False: it may be altered (a
+    rescale) but not overridden for one handle. ``change_refusal(old, new)``: why an alter or a dynamic option
+    may not change the value so, or None.
+    """
 
     key: str
     parse: Callable[[str], T]
@@ -83,6 +89,12 @@ class Option(Generic[T]):
     check_doc: str = ""
     immutable: bool = False
     fallback_keys: tuple[str, ...] = ()
+    dynamic: bool = True
+    change_refusal: Callable[[T, T], str | None] | None = None
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return (self.key, *self.fallback_keys)
 
     def parse_value(self, raw: str) -> T:
         try:
@@ -126,6 +138,26 @@ def _positive(value: int) -> bool:
     return value > 0
 
 
+RESCALE_HINT = (
+    "to change the number of buckets, rescale: ALTER TABLE SET ('bucket' = 'N'), then INSERT OVERWRITE "
+    "each partition (Table.overwrite) with its own rows (docs/primary-key-tables.md, Rescale buckets)"
+)
+
+
+def _bucket_change_refusal(old: int, new: int) -> str | None:
+    # Java's checkAlterTableOption: only a fixed number of buckets becomes another fixed number.
+    if old <= 0:
+        return f"a table with bucket = {old} keeps it (only a fixed number of buckets can change)"
+    if new <= 0:
+        return f"a fixed number of buckets cannot become bucket = {new}"
+    return None
+
+
+def _one_way_to_true(old: bool, new: bool) -> str | None:
+    # Java >= 1.x: what was dropped while the option was true is gone, so it cannot be turned off again.
+    return "it cannot go back from true to false" if old and not new else None
+
+
 _REGISTRY: dict[str, Option[Any]] = {}
 
 
@@ -149,7 +181,8 @@ BUCKET: Option[int] = _declare(
         "for a primary-key table; -2 = Paimon's postpone mode (refused here).",
         check=lambda v: v in (-1, -2) or v > 0,
         check_doc="must be -1, -2 or a positive number",
-        immutable=True,
+        dynamic=False,  # it places every key: a rescale changes it (an ALTER, then an INSERT OVERWRITE)
+        change_refusal=_bucket_change_refusal,
     )
 )
 BUCKET_KEY: Option[str | None] = _declare(
@@ -779,7 +812,13 @@ SEQUENCE_FIELD_SORT_ORDER: Option[str] = _declare(
     )
 )
 ROWKIND_FIELD: Option[str | None] = _declare(
-    Option("rowkind.field", _optional(_str), None, "A string column holding each row's kind: +I, -U, +U, -D.")
+    Option(
+        "rowkind.field",
+        _optional(_str),
+        None,
+        "A string column holding each row's kind: +I, -U, +U, -D.",
+        immutable=True,
+    )
 )
 IGNORE_DELETE: Option[bool] = _declare(
     Option(
@@ -792,6 +831,7 @@ IGNORE_DELETE: Option[bool] = _declare(
             "deduplicate.ignore-delete",
             "partial-update.ignore-delete",
         ),
+        change_refusal=_one_way_to_true,
     )
 )
 PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE: Option[bool] = _declare(
@@ -800,6 +840,7 @@ PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE: Option[bool] = _declare(
         parse_bool,
         False,
         "A -D removes the whole row of a partial-update table.",
+        immutable=True,
     )
 )
 PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP: Option[str | None] = _declare(
@@ -808,6 +849,7 @@ PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP: Option[str | None] = _declare(
         _optional(_str),
         None,
         "Sequence fields whose group, when a -D wins it, removes the whole row.",
+        immutable=True,
     )
 )
 AGGREGATION_REMOVE_RECORD_ON_DELETE: Option[bool] = _declare(
@@ -816,6 +858,7 @@ AGGREGATION_REMOVE_RECORD_ON_DELETE: Option[bool] = _declare(
         parse_bool,
         False,
         "A -D removes the whole row of an aggregation table.",
+        immutable=True,
     )
 )
 FIELDS_DEFAULT_AGGREGATE_FUNCTION: Option[str | None] = _declare(
@@ -945,6 +988,7 @@ DYNAMIC_BUCKET_INITIAL_BUCKETS: Option[int | None] = _declare(
         None,
         "Buckets a dynamic-bucket writer opens in parallel at first.",
         check=lambda v: v is None or v > 0,
+        immutable=True,
     )
 )
 DYNAMIC_BUCKET_MAX_BUCKETS: Option[int] = _declare(
@@ -960,7 +1004,7 @@ DYNAMIC_BUCKET_MAX_BUCKETS: Option[int] = _declare(
 
 # --- table kind ---
 PRIMARY_KEY_NULLABLE: Option[bool] = _declare(
-    Option("primary-key.nullable", parse_bool, False, "Allow nullable primary key columns.")
+    Option("primary-key.nullable", parse_bool, False, "Allow nullable primary key columns.", immutable=True)
 )
 DELETION_VECTORS_ENABLED: Option[bool] = _declare(
     Option(
@@ -989,6 +1033,7 @@ ROW_TRACKING_ENABLED: Option[bool] = _declare(
         "Row tracking (not supported for writing here).",
         check=lambda v: v is False,
         check_doc="row tracking is not supported by this implementation",
+        immutable=True,
     )
 )
 CHANGELOG_PRODUCER: Option[str] = _declare(
@@ -1138,6 +1183,20 @@ class Options(Mapping[str, str]):
         stop = self.get_option(NUM_SORTED_RUN_STOP_TRIGGER)
         return stop if stop is not None else self.get_option(NUM_SORTED_RUN_COMPACTION_TRIGGER) + 3
 
+    def full_compaction_delta_commits(self) -> int | None:
+        """A writer's commits from one full compaction to the next; None: none (``write-only`` never compacts).
+
+        ``full-compaction.delta-commits``; unset with the ``full-compaction`` changelog producer, every commit:
+        Paimon documents 1 as its default there (its Flink writer compacts fully at every commit), and a
+        producer whose changelog comes only from full compactions would otherwise give none.
+        """
+        if self.get_option(WRITE_ONLY):
+            return None
+        every = self.get_option(FULL_COMPACTION_DELTA_COMMITS)
+        if every is None and self.get_option(CHANGELOG_PRODUCER) == "full-compaction":
+            return 1
+        return every
+
     def merge_tree_levels(self) -> int:
         """``num-levels``, defaulting to the compaction trigger + 1 as Paimon does."""
         levels = self.get_option(NUM_LEVELS)
@@ -1151,13 +1210,64 @@ def _parse_pattern_bool(key: str, raw: str) -> bool:
         raise ConfigError(f"invalid value {raw!r} for option {key!r}: {exc}", key) from None
 
 
-def check_immutable_changes(old: Options, new: Options) -> None:
-    """Raise :class:`ConfigError` when ``new`` changes an immutable option of ``old``."""
+def check_option_changes(old: Options, new: Options, *, dynamic: bool = False) -> None:
+    """Refuse what ``new`` changes of ``old`` that may not change so (Java's ``checkAlterTableOption``): an
+    immutable option, a change an option's ``change_refusal`` names, and with ``dynamic`` (``new`` is ``old``
+    with a handle's dynamic options) an option only an ALTER changes (``bucket``: a rescale).
+
+    Raises:
+        ConfigError: naming the option, the change and what to do instead.
+    """
     for option in all_options():
-        if option.immutable and old.get(option.key) != new.get(option.key):
+        raw_old = [old.raw.get(k) for k in option.keys]
+        raw_new = [new.raw.get(k) for k in option.keys]
+        if raw_old == raw_new:
+            continue
+        before, after = old.get_option(option), new.get_option(option)
+        if before == after:
+            continue
+        key = next((k for k, a, b in zip(option.keys, raw_old, raw_new, strict=True) if a != b), option.key)
+        change = f"from {_to_str(before)!r} to {_to_str(after)!r}"
+        if option.immutable:
+            where = " (not even as a dynamic option)" if dynamic else ""
             raise ConfigError(
-                f"option {option.key!r} cannot be changed after the table is created", option.key
+                f"option {key!r} cannot change {change}{where}: it is fixed when the table is created, as it "
+                "shapes the data already written",
+                key,
             )
+        hint = f"; {RESCALE_HINT}" if option is BUCKET else ""
+        if dynamic and not option.dynamic:
+            raise ConfigError(
+                f"option {key!r} cannot change {change} as a dynamic option: the data already written is laid "
+                f"out by the table's value{hint}",
+                key,
+            )
+        reason = option.change_refusal(before, after) if option.change_refusal is not None else None
+        if reason is not None:
+            raise ConfigError(f"option {key!r} cannot change {change}: {reason}{hint}", key)
+
+
+def check_consistency(options: Options) -> None:
+    """Refuse options that contradict each other (Java's ``SchemaValidation``): checked when a table is
+    created or altered and when a handle gets dynamic options.
+
+    Raises:
+        ConfigError: naming the options in conflict.
+    """
+    low, high = options.get_option(SNAPSHOT_NUM_RETAINED_MIN), options.get_option(SNAPSHOT_NUM_RETAINED_MAX)
+    if low > high:
+        raise ConfigError(
+            f"{SNAPSHOT_NUM_RETAINED_MIN.key} ({low}) must not be larger than {SNAPSHOT_NUM_RETAINED_MAX.key} "
+            f"({high}): expiration could never keep both",
+            SNAPSHOT_NUM_RETAINED_MIN.key,
+        )
+    producer = options.get_option(CHANGELOG_PRODUCER)
+    if options.get_option(STREAMING_READ_OVERWRITE) and producer in ("lookup", "full-compaction"):
+        raise ConfigError(
+            f"{STREAMING_READ_OVERWRITE.key} cannot be true with changelog-producer {producer}: a stream "
+            "would read the changes of an overwrite twice",
+            STREAMING_READ_OVERWRITE.key,
+        )
 
 
 def retention_summary(options: Options) -> str:

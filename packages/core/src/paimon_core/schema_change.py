@@ -168,13 +168,16 @@ def apply_changes(schema: TableSchema, changes: Sequence[SchemaChange]) -> Table
 
     Raises:
         SchemaError: a change is refused (the message says why).
-        ConfigError: an option is unknown, malformed, or immutable.
+        ConfigError: an option is unknown, malformed, immutable, changed in a way it may not change, or in
+            conflict with another.
     """
     result = schema
     for change in changes:
         result = _APPLY[change.action](result, change)
     opts.Options.of(result.options).validate()
-    opts.check_immutable_changes(opts.Options.of(schema.options), opts.Options.of(result.options))
+    options = opts.Options.of(result.options)
+    opts.check_option_changes(opts.Options.of(schema.options), options)
+    opts.check_consistency(options)
     result.bucket_keys()  # bucket keys must still name columns
     return result
 

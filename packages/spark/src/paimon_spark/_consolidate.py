@@ -73,7 +73,7 @@ class Consolidated:
 
 def full_compaction_due(table: Table, commit_number: int) -> bool:
     """Whether the ``commit_number``-th commit (from 1) of a writer runs a full compaction."""
-    every = table.options.get_option(opts.FULL_COMPACTION_DELTA_COMMITS)
+    every = table.options.full_compaction_delta_commits()
     return every is not None and commit_number % every == 0
 
 

@@ -31,6 +31,7 @@ from paimon_core.errors import (
     CommitIdentifierError,
     CommitRetriesExhaustedError,
     CommitStateUnknownError,
+    ConfigError,
     CorruptMetadataError,
     LockAcquisitionError,
     PaimonError,
@@ -752,6 +753,7 @@ class TableCommit:
         if unknown:
             self._check_expired_unknown(attempt, identifier, unknown)
         self._check_files(latest, attempt, check_live=attempt_no == 0 or bool(unknown))
+        self._check_bucket_numbers(latest, attempt)
         index = self._index_after(latest, attempt)
         snapshot = self._build_snapshot(latest, attempt, identifier, written, index)
         logger.info(
@@ -970,6 +972,27 @@ class TableCommit:
                 winning_snapshot_id=winner.id if winner else None,
                 winning_commit_user=winner.commit_user if winner else None,
                 conflicting_files=missing,
+            )
+
+    def _check_bucket_numbers(self, latest: Snapshot | None, attempt: _Attempt) -> None:
+        """A partition's files all have one number of buckets (``_TOTAL_BUCKETS``): files written for another
+        number land only where an overwrite replaces all of them (a rescale), as Java's commit checks."""
+        written = {e.partition: e.total_buckets for e in attempt.entries if e.kind == FileKind.ADD}
+        written = {p: n for p, n in written.items() if n > 0}
+        if latest is None or not written:
+            return
+        replaced = {e.identifier() for e in attempt.entries if e.kind == FileKind.DELETE}
+        for identifier, entry in self.table.live_files.at(latest).items():
+            wanted = written.get(entry.partition)
+            if wanted is None or entry.total_buckets in (wanted, -1) or identifier in replaced:
+                continue
+            where = self.table.identifier
+            if self.table.partition_keys:
+                where = f"partition {self.table.partition_values(entry.partition)} of {where}"
+            raise ConfigError(
+                f"cannot write {where} with {wanted} buckets: its files have "
+                f"{entry.total_buckets} (was 'bucket' changed without a rescale?); {opts.RESCALE_HINT}",
+                opts.BUCKET.key,
             )
 
     def _index_after(self, latest: Snapshot | None, attempt: _Attempt) -> list[IndexManifestEntry] | None:

@@ -87,7 +87,10 @@ class Table:
         self.identifier = identifier or self.path
         dynamic = Options.of(dynamic_options)
         dynamic.validate()
-        self.options = Options.of(schema.options).with_overrides(dynamic)
+        stored = Options.of(schema.options)
+        self.options = stored.with_overrides(dynamic)
+        if dynamic:
+            _check_dynamic_options(stored, self.options)
         self.schema_manager = SchemaManager(storage, self.path)
         self.snapshot_manager = SnapshotManager(storage, self.path)
         self._partition_cache: dict[bytes, dict[str, Any]] = {}
@@ -514,6 +517,17 @@ class Table:
 
     def __repr__(self) -> str:
         return f"Table({self.identifier!r}, schema_id={self.schema.id}, path={self.path!r})"
+
+
+def _check_dynamic_options(stored: Options, merged: Options) -> None:
+    """Dynamic options must not reshape the table (``bucket``, the merge engine...) nor contradict its other
+    options, as Java's ``copy`` checks; a table whose stored options already conflict still opens."""
+    opts.check_option_changes(stored, merged, dynamic=True)
+    try:
+        opts.check_consistency(stored)
+    except ConfigError:
+        return  # written so by an older version: refusing here would lock the table
+    opts.check_consistency(merged)
 
 
 def open_table(uri: str, storage_options: Mapping[str, str] | None = None, **dynamic_options: Any) -> Table:

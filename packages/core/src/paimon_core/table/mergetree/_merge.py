@@ -31,6 +31,7 @@ from paimon_core.table.mergetree._layout import SEQUENCE_NUMBER, VALUE_KIND
 
 __all__ = [
     "DELETE",
+    "FIRST_ROW_RETRACTION_REFUSAL",
     "INSERT",
     "UPDATE_AFTER",
     "UPDATE_BEFORE",
@@ -306,6 +307,12 @@ class Deduplicate(SelectingEngine):
         return chosen[chosen >= 0]
 
 
+FIRST_ROW_RETRACTION_REFUSAL = (
+    "the first-row merge engine cannot accept -U/-D records (it keeps the first row of a key for ever); set "
+    "'ignore-delete' (or 'first-row.ignore-delete') = 'true' to drop them"
+)
+
+
 class FirstRow(SelectingEngine):
     """The first record wins; later versions of a key are dropped."""
 
@@ -316,10 +323,7 @@ class FirstRow(SelectingEngine):
         retract = _is_retract(kinds)
         single = _singles(groups) if passthrough else np.zeros(len(groups), dtype=bool)
         if not self.ignore_delete and (retract & ~single).any():
-            raise MergeError(
-                "the first-row merge engine cannot accept -U/-D records; set 'ignore-delete' = 'true' "
-                "to drop them"
-            )
+            raise MergeError(FIRST_ROW_RETRACTION_REFUSAL)
         chosen = first_where(groups, ~retract | single, _group_count(groups))
         return chosen[chosen >= 0]
 

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from paimon_core import options as opts
-from paimon_core.errors import SchemaError
+from paimon_core.errors import MergeError, SchemaError
 from paimon_core.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexFileMeta
 from paimon_core.storage import join_path
 from paimon_core.table._convert import conform_batch, iter_batches
@@ -37,7 +38,7 @@ from paimon_core.table.mergetree._changelog import (
 from paimon_core.table.mergetree._deletion import BucketDeletionVectors
 from paimon_core.table.mergetree._dynamic_bucket import DynamicBucketAssigner
 from paimon_core.table.mergetree._kway import merge_sorted_runs
-from paimon_core.table.mergetree._layout import is_add, kinds_of
+from paimon_core.table.mergetree._layout import VALUE_KIND, is_add, kinds_of
 from paimon_core.table.mergetree._levels import (
     CompactUnit,
     Levels,
@@ -50,6 +51,7 @@ from paimon_core.table.mergetree._levels import (
 )
 from paimon_core.table.mergetree._merge import (
     DELETE,
+    FIRST_ROW_RETRACTION_REFUSAL,
     INSERT,
     Deduplicate,
     FirstRow,
@@ -306,6 +308,11 @@ class MergeTreeWriter:
             return [compacted.merged]
         if self.first_row:
             merged = self.reader.merged(split, files)
+            # a -U/-D stored by another writer (Java write-only): refused here, as Java's compaction does
+            engine = self.reader.engine
+            refuses = isinstance(engine, FirstRow) and not engine.ignore_delete
+            if refuses and not pc.all(is_add(merged.column(VALUE_KIND))).as_py():
+                raise MergeError(f"{self.table.identifier}: {FIRST_ROW_RETRACTION_REFUSAL}")
             return [merged.filter(pa.array(self._not_above(merged, split, output)))]
         if self.lookup:
             return [self.reader.merged(split, files)]  # the reader merges as lookup mode does
@@ -507,6 +514,11 @@ class KeyValueTableWrite(TableWrite):
         self._full_compaction = full_compaction
         self._rowkind_field = table.options.get_option(opts.ROWKIND_FIELD)
         self._ignore_delete = table.options.get_option(opts.IGNORE_DELETE)
+        # first-row keeps a key's first row for ever: a retraction is refused as it arrives (Java refuses it
+        # when it merges, at the writer's compaction), never stored to be dropped or refused later
+        self._refuse_retractions = (
+            not self._ignore_delete and table.options.get_option(opts.MERGE_ENGINE) == "first-row"
+        )
         self._commits = 0
         self._assigner = DynamicBucketAssigner(table, fresh=overwrite) if table.bucket == -1 else None
 
@@ -516,6 +528,7 @@ class KeyValueTableWrite(TableWrite):
         Raises:
             SchemaError: the data does not fit the table's schema, a primary-key value is null, or a
                 ``rowkind.field`` value is not a row kind.
+            MergeError: a -U/-D record for a first-row table without ``ignore-delete``.
         """
         if self._closed:
             raise RuntimeError("this TableWrite was already committed or aborted")
@@ -530,6 +543,8 @@ class KeyValueTableWrite(TableWrite):
                     if part is piece and piece.num_rows < batch.num_rows:
                         borrowed.add(tree)  # buffers a slice of the batch
                     kinds = self._kinds(part, kind)
+                    if self._refuse_retractions and not pc.all(is_add(kinds)).as_py():
+                        raise MergeError(f"{self.table.identifier}: {FIRST_ROW_RETRACTION_REFUSAL}")
                     # ignore-delete: dropped before anything sees them, as Java's TableWriteImpl does
                     if self._ignore_delete:
                         adds = is_add(kinds)
@@ -617,8 +632,8 @@ class KeyValueTableWrite(TableWrite):
     def prepare_commit(self) -> list[CommitMessage]:
         """Flush every bucket (compacting as the tree asks) and return the commit messages."""
         self._commits += 1
-        every = self.table.options.get_option(opts.FULL_COMPACTION_DELTA_COMMITS)
-        full = self._full_compaction or (every is not None and self._compact and self._commits % every == 0)
+        every = self.table.options.full_compaction_delta_commits()
+        full = self._full_compaction or (every is not None and self._commits % every == 0)
         messages = []
         for tree in self._trees.values():
             message = tree.prepare_commit(full_compaction=full)
