@@ -22,7 +22,7 @@ from paimon_core import options as opts
 from paimon_core.cli import main
 from paimon_core.errors import ConfigError
 from paimon_core.options import Options
-from paimon_core.redaction import MASK, Redactor, is_secret_key, redact, redacted_options
+from paimon_core.redaction import MASK, RedactingFilter, Redactor, is_secret_key, redact, redacted_options
 from paimon_core.schema import SchemaManager, TableSchema
 from paimon_core.storage import MemoryBackend
 from paimon_core.table import open_table
@@ -173,3 +173,35 @@ def test_cli_errors_never_repeat_a_given_credential(
     assert main(["info", "/wh/db.db/t", "--option", f"s3.secret-key={secret}"]) == 1
     err = capsys.readouterr().err
     assert "the store refused key ***" in err and secret not in err
+
+
+def test_log_records_of_a_table_in_a_warehouse_uri_with_a_password_show_no_password(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    secret = "pw-" + uuid.uuid4().hex
+    catalog = Catalog(f"memory://someone:{secret}@redaction-{uuid.uuid4().hex}/wh", MemoryBackend(), {})
+    catalog.create_database("db")
+    with caplog.at_level(logging.DEBUG):
+        table = catalog.create_table("db.t", SCHEMA)
+        table.append(pa.table({"id": [1], "v": ["a"]}, schema=SCHEMA))
+        assert table.to_arrow().num_rows == 1
+    assert any("commit attempt" in r.getMessage() for r in caplog.records)  # the path is logged...
+    assert secret not in caplog.text  # ...without the password
+    assert "someone:***@" in caplog.text
+
+
+def test_every_module_of_the_packages_logs_through_the_redacting_filter() -> None:
+    import importlib
+    import pkgutil
+
+    import paimon_core
+
+    unfiltered = []
+    for module in pkgutil.walk_packages(paimon_core.__path__, "paimon_core."):
+        loaded = importlib.import_module(module.name)
+        logger = getattr(loaded, "logger", None)
+        if isinstance(logger, logging.Logger) and not any(
+            isinstance(f, RedactingFilter) for f in logger.filters
+        ):
+            unfiltered.append(module.name)
+    assert unfiltered == []

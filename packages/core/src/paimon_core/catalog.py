@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import logging
 import shutil
 import time
 from collections.abc import Mapping, Sequence
@@ -24,7 +23,7 @@ from paimon_core.errors import (
     WarehouseNotFoundError,
 )
 from paimon_core.options import Options
-from paimon_core.redaction import redact
+from paimon_core.redaction import get_logger, redact
 from paimon_core.schema import SchemaManager, TableSchema
 from paimon_core.schema_change import SchemaChange, apply_changes
 from paimon_core.storage import (
@@ -47,7 +46,7 @@ from paimon_core.table import (
 )
 from paimon_core.types import DataField, DataType, fields_from_arrow_schema
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 DB_SUFFIX = ".db"
 DEFAULT_DATABASE = "default"

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import re
 import time
 from dataclasses import dataclass
 
 from paimon_core.errors import ConfigError, CorruptMetadataError, SnapshotNotFoundError
+from paimon_core.redaction import get_logger
 from paimon_core.snapshot import SnapshotManager, to_pretty_json
 from paimon_core.storage import StorageBackend, join_path
 
 __all__ = ["CONSUMER_PREFIX", "Consumer", "ConsumerManager"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 CONSUMER_PREFIX = "consumer-"
 _READ_ATTEMPTS = 10

@@ -18,6 +18,7 @@ Each becomes ``***``. Redaction is for display only: the options themselves keep
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import re
 from collections.abc import Collection, Mapping
@@ -27,7 +28,9 @@ from typing import Any
 __all__ = [
     "MASK",
     "RedactedCause",
+    "RedactingFilter",
     "Redactor",
+    "get_logger",
     "is_secret_key",
     "redact",
     "redacted_option",
@@ -147,3 +150,28 @@ class RedactedCause(Exception):
 
 redact = Redactor()
 """Masks the shapes of credentials in a text (no known secret values)."""
+
+
+class RedactingFilter(logging.Filter):
+    """Masks the shapes of credentials in a log record's message (a table path inside a warehouse URI with
+    ``user:secret@``, a connection string). Handlers see the masked text only."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        shown = redact(message)
+        if shown != message:
+            record.msg, record.args = shown, None
+        return True
+
+
+_REDACTING_FILTER = RedactingFilter()
+
+
+def get_logger(name: str) -> logging.Logger:
+    """``logging.getLogger(name)`` with credentials masked in its records: every module of the Paimon
+    packages logs through one. (A filter applies to the records of its own logger only, not to those of
+    child loggers, hence one per module rather than one on the package's logger.)"""
+    logger = logging.getLogger(name)
+    if _REDACTING_FILTER not in logger.filters:
+        logger.addFilter(_REDACTING_FILTER)
+    return logger

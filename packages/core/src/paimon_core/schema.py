@@ -7,7 +7,6 @@ schemas stay because data files record the schema id they were written with.
 from __future__ import annotations
 
 import json
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -15,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from paimon_core.errors import CorruptMetadataError, SchemaError, TableAlreadyExistsError
-from paimon_core.redaction import redacted_repr
+from paimon_core.redaction import get_logger, redacted_repr
 from paimon_core.snapshot import JsonObjectReader, to_pretty_json
 from paimon_core.types import (
     ArrayType,
@@ -29,7 +28,7 @@ from paimon_core.types import (
 if TYPE_CHECKING:
     from paimon_core.storage import StorageBackend
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 __all__ = ["SCHEMA_VERSION", "SchemaManager", "TableSchema", "highest_field_id"]
 

@@ -8,7 +8,6 @@ stale or missing, so every lookup double-checks them against the directory.
 from __future__ import annotations
 
 import json
-import logging
 import uuid as uuid_module
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -16,11 +15,12 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from paimon_core.errors import CorruptMetadataError, SnapshotExpiredError, SnapshotNotFoundError
+from paimon_core.redaction import get_logger
 
 if TYPE_CHECKING:
     from paimon_core.storage import StorageBackend
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 __all__ = [
     "BATCH_COMMIT_IDENTIFIER",

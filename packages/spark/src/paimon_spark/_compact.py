@@ -22,7 +22,6 @@ no snapshot references, as with Paimon; they never change what readers see.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -41,6 +40,7 @@ from paimon_core.compact import (
 from paimon_core.compact import compact_database as core_compact_database
 from paimon_core.compact._job import MODES
 from paimon_core.errors import ConfigError
+from paimon_core.redaction import get_logger
 from paimon_core.table import CommitMessage, Table
 from paimon_spark._errors import paimon_errors
 from paimon_spark._tasks import default_parallelism, describe_jobs, run_groups
@@ -55,7 +55,7 @@ __all__ = [
     "where_partitions",
 ]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 class SparkRunner:

@@ -26,7 +26,6 @@ defined, as Spark gives the rows of different partitions no order anyway. :func:
 from __future__ import annotations
 
 import dataclasses
-import logging
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -41,12 +40,13 @@ from paimon_core.manifest import (
     IndexFileMeta,
     ManifestNamer,
 )
+from paimon_core.redaction import get_logger
 from paimon_core.table import CommitMessage, MergeTreeCompactTask, Table
 from paimon_core.table.mergetree import read_hash_index
 
 __all__ = ["Consolidated", "SplitKeyError", "consolidate", "full_compaction_due"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 _Bucket = tuple[bytes, int]
 # A hash index file is the bucket's 32-bit key hashes, big-endian, nothing else (primary-key-tables.md).

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import logging
 import operator
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -47,6 +46,7 @@ from paimon_core.catalog import split_identifier
 from paimon_core.compact import precommit_compact
 from paimon_core.errors import ConfigError, PaimonError
 from paimon_core.manifest import DataFileMeta
+from paimon_core.redaction import get_logger
 from paimon_core.table import CommitMessage, DataSplit, Table
 from paimon_core.table.mergetree import DELETE, INSERT, UPDATE_AFTER
 from paimon_spark._compact import parse_options
@@ -60,7 +60,7 @@ from paimon_spark._upsert import KIND_COLUMN, check_row_level, write_records
 
 __all__ = ["MergeCardinalityError", "MergeSummary", "merge_into"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 FILE_COLUMN = "__paimon_file"
 ROW_COLUMN = "__paimon_row"

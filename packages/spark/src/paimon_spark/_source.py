@@ -24,7 +24,6 @@ comes before ``precommit-compact``).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -56,6 +55,7 @@ from paimon_core import options as opts
 from paimon_core.compact import precommit_compact
 from paimon_core.errors import ConfigError, SchemaError, TableNotFoundError, WarehouseNotFoundError
 from paimon_core.manifest import IndexFileMeta
+from paimon_core.redaction import get_logger
 from paimon_core.schema import SchemaManager
 from paimon_core.schema_change import SchemaChange, apply_changes, widening_refusal
 from paimon_core.table import (
@@ -82,7 +82,7 @@ from paimon_spark._upsert import KIND_COLUMN, kinds_of_text, write_kinds
 
 __all__ = ["ROW_KIND_COLUMN", "PaimonDataSource", "WriteInput", "write_in_place"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 SOURCE_NAME = "paimon"
 ROW_KIND_COLUMN = "rowkind"

@@ -25,7 +25,6 @@ the checkpoint's, the same after a restart.
 
 from __future__ import annotations
 
-import logging
 import os
 import uuid
 from collections.abc import Mapping
@@ -36,6 +35,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from paimon_core.errors import ConfigError
+from paimon_core.redaction import get_logger
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_core.table import CommitMessage, Table, TableCommit
 from paimon_core.table.mergetree import INSERT
@@ -55,7 +55,7 @@ from paimon_spark._upsert import KIND_COLUMN, kind_column, write_records
 
 __all__ = ["write", "write_stream"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 _MODES = ("append", "overwrite")
 _OUTPUT_MODES = ("append", "update", "complete")

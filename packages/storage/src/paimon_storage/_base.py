@@ -17,14 +17,14 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import io
-import logging
 from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import Any, BinaryIO, cast
 
+from paimon_core.redaction import get_logger
 from paimon_core.storage import Capability, FileInfo, join_path, path_name, uri_authority, uri_scheme
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 OBJECT_STORE_CAPABILITIES = frozenset(
     {Capability.ATOMIC_CREATE, Capability.LIST, Capability.RANGED_READ, Capability.CROSS_PROCESS}

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import logging
 import random
 import time
 from collections.abc import Callable, Mapping
@@ -33,13 +32,13 @@ from typing import Any, TypeVar
 
 from paimon_core import options as opts
 from paimon_core.errors import LockAcquireTimeoutError, LockUnavailableError
-from paimon_core.redaction import Redactor
+from paimon_core.redaction import Redactor, get_logger
 from paimon_core.storage import LockSpec, hookimpl
 from paimon_storage._options import install_hint, require
 
 __all__ = ["SPEC", "TABLE", "JdbcCommitLock", "paimon_commit_locks"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 T = TypeVar("T")
 

@@ -40,6 +40,7 @@ from paimon_core.errors import (
     CommitRetriesExhaustedError,
     CommitStateUnknownError,
 )
+from paimon_core.redaction import get_logger
 from paimon_core.snapshot import CommitKind
 from paimon_core.storage import Capability, get_backend
 from paimon_core.table import CommitMessage, Table
@@ -58,7 +59,7 @@ __all__ = [
     "verify",
 ]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 PARTITIONS: tuple[str | None, ...] = ("a", "b/c=d", "%2F..", None)
 """Partition values the workers write to (hostile ones included, and the default partition); overwriters

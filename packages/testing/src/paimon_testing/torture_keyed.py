@@ -62,6 +62,7 @@ from paimon_core.errors import (
     CommitStateUnknownError,
     SnapshotExpiredError,
 )
+from paimon_core.redaction import get_logger
 from paimon_core.table import CommitMessage, KeyValueTableWrite, Table, live_entries
 from paimon_core.table.mergetree._merge import DELETE, INSERT
 from paimon_core.tag import TagManager
@@ -72,7 +73,7 @@ from paimon_testing.torture_maintenance import MaintenanceReport, _check_snapsho
 
 __all__ = ["KeyedReport", "run_keyed_torture", "verify_keyed"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 _TABLE = "torture.k"
 _PARTITIONS = ("a", "b")

@@ -46,6 +46,7 @@ from typing import Any
 
 from paimon_core import Catalog
 from paimon_core.errors import SnapshotExpiredError
+from paimon_core.redaction import get_logger
 from paimon_core.snapshot import CommitKind
 from paimon_core.table import Table
 from paimon_testing.faults import FaultPlan, FaultRule, FaultyStorage
@@ -54,7 +55,7 @@ from paimon_testing.torture import DEFAULT_FAULTS, commit_until_landed, finish, 
 
 __all__ = ["MaintenanceReport", "run_maintenance_torture", "verify_maintenance"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 _TABLE = "torture.m"
 _APPEND_PARTITIONS: tuple[str | None, ...] = ("a", "b/c=d", None)

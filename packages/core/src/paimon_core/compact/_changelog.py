@@ -16,7 +16,6 @@ snapshots, which expire apart.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections import deque
 from collections.abc import Generator, Sequence
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from paimon_core import options as opts
 from paimon_core.manifest import DataFileMeta
+from paimon_core.redaction import get_logger
 from paimon_core.storage import join_path
 from paimon_core.table import CommitMessage, CompactedChangelogNames, is_compacted_changelog
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ChangelogCompactSizes", "precommit_compact_changelog"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 #: The two kinds of changelog a message carries, compacted apart.
 KINDS = ("changelog_files", "compact_changelog_files")

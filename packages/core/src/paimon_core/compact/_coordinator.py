@@ -16,7 +16,6 @@ rediscovers its files.
 
 from __future__ import annotations
 
-import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from paimon_core import options as opts
 from paimon_core.compact._task import CompactTask
 from paimon_core.errors import CorruptMetadataError, SnapshotExpiredError, SnapshotNotFoundError
 from paimon_core.manifest import DataFileMeta, FileKind, ManifestEntry
+from paimon_core.redaction import get_logger
 from paimon_core.table import explain_missing, live_entries, manifest_metas, read_entries
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["COMPACT_AGE", "REMOVE_AGE", "CompactCoordinator", "CoordinatorOptions", "TableCoordinator"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 #: A partition that planned nothing this many times compacts whatever it holds (more than one file).
 COMPACT_AGE = 5

@@ -8,7 +8,6 @@ Databases and tables are chosen by regular expressions matched against the whole
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 import time
@@ -19,6 +18,7 @@ from paimon_core.compact._job import CompactJob, CompactSummary
 from paimon_core.compact._runner import LocalRunner, TaskRunner
 from paimon_core.errors import ConfigError, PaimonError
 from paimon_core.progress import Progress, resolve_progress
+from paimon_core.redaction import get_logger
 
 if TYPE_CHECKING:
     from paimon_core.catalog import Catalog
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DATABASE_MODES", "compact_database", "select_tables"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 DATABASE_MODES = ("divided", "combined")
 _MAX_BATCH_ROUNDS = 20

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -24,6 +23,7 @@ from paimon_core.compact._job import CompactJob, Progress
 from paimon_core.compact._runner import LocalRunner, delete_outputs
 from paimon_core.compact._task import rewrite_files
 from paimon_core.manifest import DataFileMeta, FileSource
+from paimon_core.redaction import get_logger
 from paimon_core.table import CommitMessage
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = ["InlineCompactor", "inline_compaction_enabled", "precommit_compact", "precommit_enabled"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 def inline_compaction_enabled(table: Table) -> bool:

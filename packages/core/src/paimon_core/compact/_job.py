@@ -13,7 +13,6 @@ land until stopped.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -44,6 +43,7 @@ from paimon_core.manifest import (
     ManifestEntry,
 )
 from paimon_core.progress import Progress, human_size, resolve_progress
+from paimon_core.redaction import get_logger
 from paimon_core.table import (
     CommitMessage,
     MergeTreeCompactTask,
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MODES", "CompactJob", "CompactSummary", "Progress", "compact_table"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 MODES = ("batch", "streaming")
 _MAX_BATCH_REPLANS = 20

@@ -8,7 +8,6 @@ the outputs of the tasks it already finished and raises.
 
 from __future__ import annotations
 
-import logging
 import multiprocessing
 import os
 import threading
@@ -17,6 +16,7 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPool
 from typing import TYPE_CHECKING, Protocol
 
 from paimon_core.manifest import DataFileMeta
+from paimon_core.redaction import get_logger
 from paimon_core.table import CommitMessage
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CompactionTask", "LocalRunner", "TaskRunner", "delete_outputs", "run_task"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 class CompactionTask(Protocol):

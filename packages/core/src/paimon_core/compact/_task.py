@@ -9,7 +9,6 @@ manifest entries' files) and ``compact_after`` = the outputs; a committer turns 
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from paimon_core.manifest import DataFileMeta, FileSource
+from paimon_core.redaction import get_logger
 from paimon_core.table import CommitMessage, DataFileWriter, DataSplit, DictionaryChoice, TableRead
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CompactTask", "read_files", "rewrite_files", "write_sorted"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 # Compressed input bytes a task reads ahead of its writer (at least one file). The read threads are shared:
 # a small window interleaves the reads of tasks running side by side, so that each task's writer has rows

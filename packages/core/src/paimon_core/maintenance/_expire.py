@@ -33,7 +33,6 @@ from __future__ import annotations
 import bisect
 import contextlib
 import datetime as dt
-import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -53,6 +52,7 @@ from paimon_core.manifest import (
 )
 from paimon_core.options import to_millis
 from paimon_core.progress import Progress, ProgressCounter, resolve_progress
+from paimon_core.redaction import get_logger
 from paimon_core.snapshot import EARLIEST_HINT, Snapshot
 from paimon_core.storage import Capability, join_path, parent_path
 from paimon_core.table import live_entries, real_changelog_path
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 
 __all__ = ["expire_snapshots"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 _IO_THREADS = 8
 _FileKey = tuple[bytes, int, str]  # (partition, bucket, file name): how Java matches a file against a tag

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import io
 import itertools
-import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -37,12 +36,13 @@ from paimon_core.manifest._entry import (
     ManifestFileMeta,
     SimpleStats,
 )
+from paimon_core.redaction import get_logger
 
 if TYPE_CHECKING:
     from paimon_core.storage import StorageBackend
     from paimon_core.types import DataType
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 __all__ = [
     "ManifestContext",

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import bisect
 import functools
-import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -70,11 +69,12 @@ from paimon_core.manifest._files import (
     readable_partition_stats,
 )
 from paimon_core.manifest._raw import ManifestBuilder, RawManifest, RawRecord, encode_record, parse_manifest
+from paimon_core.redaction import get_logger
 
 if TYPE_CHECKING:
     from paimon_core.types import DataType
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 __all__ = ["merge_manifests"]
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
-import logging
 import os
 import shutil
 import stat
@@ -20,10 +19,11 @@ from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import BinaryIO
 
+from paimon_core.redaction import get_logger
 from paimon_core.storage._paths import join_path, local_path, path_name
 from paimon_core.storage._spec import BackendSpec, Capability, FileInfo, hookimpl
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 _BUFFER_SIZE = 1 << 20
 

@@ -25,7 +25,6 @@ failure raised before ``action`` started as one).
 from __future__ import annotations
 
 import importlib.metadata
-import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -35,10 +34,11 @@ import pluggy
 
 from paimon_core import options as opts
 from paimon_core.errors import ConfigError, StorageError
+from paimon_core.redaction import get_logger
 from paimon_core.storage._registry import blocklist_from_env
 from paimon_core.storage._spec import PROJECT_NAME, hookspec
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 T = TypeVar("T")
 

@@ -18,6 +18,7 @@ import pluggy
 
 from paimon_core.errors import ConfigError, StorageBackendNotFound, StorageError
 from paimon_core.options import close_matches
+from paimon_core.redaction import get_logger
 from paimon_core.storage import _local, _memory
 from paimon_core.storage._errors import ErrorTranslatingBackend, Redactor, translated
 from paimon_core.storage._paths import uri_authority, uri_scheme
@@ -29,7 +30,7 @@ from paimon_core.storage._spec import (
     StorageHookSpecs,
 )
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 BLOCKLIST_ENV = "PAIMON_STORAGE_BLOCKLIST"
 """Environment variable: comma-separated plugin names (entry-point names, or ``memory``) not to load."""

@@ -15,13 +15,13 @@ argument. It relies on two properties of this project's expiration and rollback:
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from paimon_core.errors import CorruptMetadataError
 from paimon_core.manifest import FileKind, ManifestEntry, merge_entries, read_manifest_list
+from paimon_core.redaction import get_logger
 from paimon_core.snapshot import Snapshot
 from paimon_core.table._scan import read_entries
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["follows_chain"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 _PAUSES = (0.01, 0.05, 0.2, 0.5)  # seconds between looks when the answer is not clear yet
 

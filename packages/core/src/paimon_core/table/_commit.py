@@ -12,7 +12,6 @@ never by blind retry or clean-up. docs/commit-protocol.md has the whole argument
 
 from __future__ import annotations
 
-import logging
 import random
 import time
 import uuid
@@ -54,7 +53,7 @@ from paimon_core.manifest import (
     write_manifest_list,
     write_manifests,
 )
-from paimon_core.redaction import Redactor
+from paimon_core.redaction import Redactor, get_logger
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from paimon_core.storage import Capability, CommitLock, join_path, open_commit_lock
 from paimon_core.table._chain import follows_chain
@@ -66,7 +65,7 @@ from paimon_core.table._scan import explain_missing, manifest_metas, read_entrie
 if TYPE_CHECKING:
     from paimon_core.table._table import Table
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 _CONFLICT_SEARCH_DEPTH = 200  # snapshots searched backwards to name the commit that won a conflict
 _EXISTS_THREADS = 16

@@ -19,11 +19,11 @@ the snapshots in between and the newest record below them.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from paimon_core.redaction import get_logger
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot, SnapshotManager
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PROGRESS_PROPERTY", "CommitProgress", "OwnCommits"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 _REMEMBERED = 256  # (identifier, kind) pairs kept for lookups; older ones are searched on demand
 

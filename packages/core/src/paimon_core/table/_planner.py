@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,13 +20,14 @@ from paimon_core import options as opts
 from paimon_core.consumer import ConsumerManager
 from paimon_core.errors import ConfigError, SnapshotNotFoundError
 from paimon_core.manifest import ManifestEntry
+from paimon_core.redaction import get_logger
 from paimon_core.snapshot import Snapshot
 from paimon_core.tag import TagManager
 
 if TYPE_CHECKING:
     from paimon_core.table._table import Table
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 __all__ = [
     "STREAM_MODES",

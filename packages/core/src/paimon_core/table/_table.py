@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import logging
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -26,6 +25,7 @@ from paimon_core.manifest import IndexManifestEntry, ManifestContext, ManifestEn
 from paimon_core.options import Options
 from paimon_core.partition import partition_path
 from paimon_core.predicate import FilterLike, parse_filter
+from paimon_core.redaction import get_logger
 from paimon_core.schema import SchemaManager, TableSchema
 from paimon_core.snapshot import Snapshot, SnapshotManager
 from paimon_core.storage import StorageBackend, get_backend, join_path
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 TimeTravel = dt.datetime | int | str | None
 """An instant to time travel to: a datetime (naive = local time), epoch millis, or 'yyyy-MM-dd HH:mm:ss'."""

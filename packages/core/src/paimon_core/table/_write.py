@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import logging
 import threading
 import uuid
 from collections.abc import Iterable, Iterator
@@ -22,6 +21,7 @@ from paimon_core.bucket import assign_buckets
 from paimon_core.errors import DataFileError, PaimonError, StorageError
 from paimon_core.manifest import DataFileMeta, SimpleStats, local_wall_clock_millis
 from paimon_core.partition import partition_path
+from paimon_core.redaction import get_logger
 from paimon_core.stats import StatsCollector
 from paimon_core.storage import join_path, shown_path
 from paimon_core.table._convert import conform_batch, iter_batches
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from paimon_core.table.mergetree import KeyValueLayout
     from paimon_core.table.mergetree._layout import KeyValueFileStats
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 _CLOSE_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="paimon-write")
 _FILE_SOURCE_APPEND = 0

@@ -8,7 +8,6 @@ records (a synchronous compaction never lets sorted runs pile up past ``num-sort
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,7 @@ import pyarrow.compute as pc
 from paimon_core import options as opts
 from paimon_core.errors import MergeError, SchemaError
 from paimon_core.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexFileMeta
+from paimon_core.redaction import get_logger
 from paimon_core.storage import join_path
 from paimon_core.table._convert import conform_batch, iter_batches
 from paimon_core.table._messages import CommitMessage
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 
 __all__ = ["KeyValueTableWrite", "MergeTreeCompactTask", "MergeTreeWriter", "needs_full_compaction"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 _FILE_SOURCE_COMPACT = 1
 _DECODED_PER_STORED_BYTE = 4  # a guess at how much larger rows are in memory than in Parquet
