@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,9 +59,10 @@ class Cluster:
         self.logs = tmp / "logs"
         self.logs.mkdir()
         self._log_files: list[object] = []
+        self.webui_port = _free_port()
         self.master = self._start(
             [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(self.port),
-             "--webui-port", str(_free_port())], "master",
+             "--webui-port", str(self.webui_port)], "master",
         )  # fmt: skip
         self._wait_port(self.port)
         self.workers = [
@@ -84,12 +86,27 @@ class Cluster:
             )
             for i in range(2)
         ]
-        time.sleep(3)  # workers register with the master
+        self._wait_workers(len(self.workers))
 
     def _start(self, command: list[str], name: str) -> subprocess.Popen[bytes]:
         log = open(self.logs / f"{name}.log", "wb")  # noqa: SIM115  # closed in stop()
         self._log_files.append(log)
         return subprocess.Popen(command, env=_env(), stdout=log, stderr=subprocess.STDOUT)
+
+    def _wait_workers(self, count: int, timeout: float = 300) -> None:
+        """Until ``count`` workers have registered with the master (its web UI's JSON says so)."""
+        deadline = time.time() + timeout
+        alive = 0
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.webui_port}/json/", timeout=10) as page:
+                    alive = int(json.load(page).get("aliveworkers", 0))
+            except (OSError, ValueError):
+                alive = 0
+            if alive >= count:
+                return
+            time.sleep(0.3)
+        raise TimeoutError(f"{alive} of {count} workers registered with the master in {timeout} s")
 
     @staticmethod
     def _wait_port(port: int, timeout: float = 60) -> None:
@@ -160,16 +177,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         started.stop()
 
 
-def _read(cluster: Cluster, warehouse: str) -> dict[str, int]:
-    result: dict[str, int] = json.loads(cluster.run(warehouse, "read").strip().splitlines()[-1])
+def _read(cluster: Cluster, warehouse: str, *before: str) -> dict[str, int]:
+    """The read's summary of ``db.t``; ``before``: commands the same driver runs first (ending in "then")."""
+    result: dict[str, int] = json.loads(cluster.run(warehouse, *before, "read").strip().splitlines()[-1])
     return result
 
 
 def test_batch_round_trip_on_the_cluster(cluster: Cluster, tmp_path: Path) -> None:
     warehouse = str(tmp_path / "wh")
     rows = 50_000
-    cluster.run(warehouse, "write", str(rows), "4", "0")
-    result = _read(cluster, warehouse)
+    result = _read(cluster, warehouse, "write", str(rows), "4", "0", "then")
     assert result == {
         "count": rows,
         "distinct": rows,
@@ -184,7 +201,8 @@ def test_batch_round_trip_on_the_cluster(cluster: Cluster, tmp_path: Path) -> No
 def test_killed_executor_mid_write_loses_and_duplicates_nothing(cluster: Cluster, tmp_path: Path) -> None:
     warehouse = str(tmp_path / "wh")
     rows = 4000
-    process = cluster.driver(warehouse, "write", str(rows), "8", "3")  # 8 tasks x ~1.5 s each
+    # 8 tasks x ~1.5 s each; then the same application (on the worker's replacement executor) reads the table
+    process = cluster.driver(warehouse, "write", str(rows), "8", "3", "then", "read")
     deadline = time.time() + 120
     pids: list[int] = []
     while time.time() < deadline and len(pids) < 2:
@@ -193,9 +211,9 @@ def test_killed_executor_mid_write_loses_and_duplicates_nothing(cluster: Cluster
     assert pids, "no executors started"
     time.sleep(4)  # tasks are running and writing files
     os.kill(pids[0], signal.SIGKILL)
-    _, err = process.communicate(timeout=600)
+    out, err = process.communicate(timeout=600)
     assert process.returncode == 0, err[-5000:]
-    result = _read(cluster, warehouse)
+    result = json.loads(out.strip().splitlines()[-1])
     assert result["count"] == rows and result["distinct"] == rows
     assert result["sum"] == rows * (rows - 1) // 2
 
@@ -258,13 +276,6 @@ def test_primary_key_tables_on_the_cluster(cluster: Cluster, tmp_path: Path) -> 
     }
     for name in ("db.sums", "db.sums_helper"):
         catalog.create_table(name, sums, primary_keys=["k"], options=options)
-    rounds = 3
-    cluster.run(warehouse, "pk-batch", str(rounds))
-    expected = {k: rounds * 4000 // 50 for k in range(50)}
-    for name in ("db.sums", "db.sums_helper"):
-        got = {r["k"]: r["v"] for r in catalog.get_table(name).to_arrow().to_pylist()}
-        assert got == expected, name
-
     words_schema = pa.schema([pa.field("word", pa.string())])
     words = catalog.create_table("db.words", words_schema)
     appended: dict[str, int] = {}
@@ -277,7 +288,14 @@ def test_primary_key_tables_on_the_cluster(cluster: Cluster, tmp_path: Path) -> 
     append("paimon", "spark", "paimon")
     append("lake", "paimon")
     checkpoint = str(tmp_path / "checkpoint")
-    cluster.run(warehouse, "pk-stream", checkpoint)
+    rounds = 3
+    # one application for the batch sums and the word count's first run (a driver costs three JVMs)
+    cluster.run(warehouse, "pk-batch", str(rounds), "then", "pk-stream", checkpoint)
+    expected = {k: rounds * 4000 // 50 for k in range(50)}
+    for name in ("db.sums", "db.sums_helper"):
+        got = {r["k"]: r["v"] for r in catalog.get_table(name).to_arrow().to_pylist()}
+        assert got == expected, name
+
     append("spark", "stream", "lake")
     cluster.run(warehouse, "pk-stream", checkpoint)
     counted = catalog.get_table("db.word_count")
