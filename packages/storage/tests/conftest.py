@@ -29,39 +29,6 @@ def pytest_configure(config: pytest.Config) -> None:
     # the event loop": a performance hint about fsspec's private IO loop, raised in its thread. The root
     # config turns warnings into errors; this one is not ours to fix.
     config.addinivalue_line("filterwarnings", "ignore:Sending a large body directly:ResourceWarning")
-    # pytest-xdist's marker, declared here too so that a run without xdist passes --strict-markers.
-    config.addinivalue_line("markers", "xdist_group(name): tests that run on one pytest-xdist worker")
-
-
-# The emulators each test needs, by the fixture names that start them. Under pytest-xdist (the
-# storage_integration session runs on every core, ``--dist loadgroup``) the tests of one emulator form one
-# group, so one worker runs them all and each server starts once; PostgreSQL goes with S3, which its
-# lock test shares.
-_GROUP_OF_FIXTURE = {"s3_store": "s3", "postgres": "s3", "gcs_store": "gcs", "azure_store": "azure"}
-
-
-def _server_group(item: pytest.Item) -> str | None:
-    """The emulator group of ``item``: a store fixture it takes, its ``store`` or ``name`` parameter (each
-    store in turn), or its conformance class's ``store_name``."""
-    callspec = getattr(item, "callspec", None)
-    params = callspec.params if callspec is not None else {}
-    for key in ("store", "name"):
-        if params.get(key) in ("s3", "gcs", "azure"):
-            return str(params[key])
-    store_name = getattr(getattr(item, "cls", None), "store_name", "")
-    if store_name:
-        return str(store_name)
-    for fixture, group in _GROUP_OF_FIXTURE.items():
-        if fixture in getattr(item, "fixturenames", ()):
-            return group
-    return None
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        group = _server_group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @dataclass
