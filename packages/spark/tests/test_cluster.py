@@ -150,8 +150,9 @@ class Cluster:
         )
 
     def run(self, warehouse: str, *args: str, timeout: float = 600) -> str:
+        """The driver's output; ``timeout`` is per command (they join with "then")."""
         process = self.driver(warehouse, *args)
-        out, err = process.communicate(timeout=timeout)
+        out, err = process.communicate(timeout=timeout * (1 + args.count("then")))
         assert process.returncode == 0, err[-5000:]
         return out
 
@@ -211,7 +212,7 @@ def test_killed_executor_mid_write_loses_and_duplicates_nothing(cluster: Cluster
     assert pids, "no executors started"
     time.sleep(4)  # tasks are running and writing files
     os.kill(pids[0], signal.SIGKILL)
-    out, err = process.communicate(timeout=600)
+    out, err = process.communicate(timeout=1200)  # two commands, 600 s each
     assert process.returncode == 0, err[-5000:]
     result = json.loads(out.strip().splitlines()[-1])
     assert result["count"] == rows and result["distinct"] == rows
