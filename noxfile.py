@@ -482,13 +482,16 @@ def storage_integration(session: nox.Session) -> None:
     """paimon-storage on moto's S3, fake-gcs-server, Azurite and PostgreSQL (marker ``integration``).
 
     The conformance suite on each store, concurrent writers, multipart and ranged I/O, the jdbc commit lock.
-    A server that cannot start fails its tests with the reason.
+    A server that cannot start fails its tests with the reason. On every core (pytest-xdist): a test waits on
+    its emulator about as much as it computes, so one core sat idle; each worker starts the servers its tests
+    need (seconds, against minutes of tests). Not ``--dist loadgroup`` (one worker per server): xdist 3.8
+    cannot group under pytest 9.2, whose nodes no longer take the ``_nodeid`` xdist rewrites.
     """
     _install_workspace(session, "storage", extra=(*_test_deps(), *STORAGE_SERVERS))
     env = _azurite(session)
     session.run(
         "pytest", "-p", "paimon_testing.plugin", "packages/storage/tests", "-m", "integration and not interop",
-        "--timeout=900", *session.posargs, env=env,
+        "-n", "auto", "--timeout=900", *session.posargs, env=env,
     )  # fmt: skip
     _docs_blocks(session, "docs_cloud", env=env)
 

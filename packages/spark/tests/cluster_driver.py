@@ -5,6 +5,9 @@ python cluster_driver.py MASTER WAREHOUSE read
 python cluster_driver.py MASTER WAREHOUSE stream CHECKPOINT TRIGGER   (TRIGGER: once | continuous)
 python cluster_driver.py MASTER WAREHOUSE pk-batch ROUNDS   (sums into primary-key tables, both ways)
 python cluster_driver.py MASTER WAREHOUSE pk-stream CHECKPOINT   (word count in update mode, availableNow)
+
+Several commands joined by ``then`` run one after another in one application (``write 4000 8 3 then read``):
+each driver costs a driver JVM and an executor JVM per worker, so a test starts no more of them than it needs.
 """
 
 from __future__ import annotations
@@ -113,19 +116,35 @@ def pk_stream(spark, warehouse: str, checkpoint: str) -> None:  # type: ignore[n
     writer.option("checkpointLocation", checkpoint).trigger(availableNow=True).start().awaitTermination()
 
 
-def main() -> None:
-    master, warehouse, command, *rest = sys.argv[1:]
-    spark = session(master)
+def run(spark, warehouse: str, command: str, args: list[str]) -> None:  # type: ignore[no-untyped-def]
     if command == "write":
-        write(spark, warehouse, int(rest[0]), int(rest[1]), float(rest[2]))
+        write(spark, warehouse, int(args[0]), int(args[1]), float(args[2]))
     elif command == "read":
         read(spark, warehouse)
     elif command == "pk-batch":
-        pk_batch(spark, warehouse, int(rest[0]))
+        pk_batch(spark, warehouse, int(args[0]))
     elif command == "pk-stream":
-        pk_stream(spark, warehouse, rest[0])
+        pk_stream(spark, warehouse, args[0])
     else:
-        stream(spark, warehouse, rest[0], rest[1])
+        stream(spark, warehouse, args[0], args[1])
+
+
+def commands(words: list[str]) -> list[tuple[str, list[str]]]:
+    """``write 4000 8 3 then read`` -> ``[("write", ["4000", "8", "3"]), ("read", [])]``."""
+    parts: list[list[str]] = [[]]
+    for word in words:
+        if word == "then":
+            parts.append([])
+        else:
+            parts[-1].append(word)
+    return [(part[0], part[1:]) for part in parts]
+
+
+def main() -> None:
+    master, warehouse, *rest = sys.argv[1:]
+    spark = session(master)
+    for command, args in commands(rest):
+        run(spark, warehouse, command, args)
     spark.stop()
 
 

@@ -150,8 +150,9 @@ class Cluster:
         )
 
     def run(self, warehouse: str, *args: str, timeout: float = 600) -> str:
+        """The driver's output; ``timeout`` is per command (they join with "then")."""
         process = self.driver(warehouse, *args)
-        out, err = process.communicate(timeout=timeout)
+        out, err = process.communicate(timeout=timeout * (1 + args.count("then")))
         assert process.returncode == 0, err[-5000:]
         return out
 
@@ -177,16 +178,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         started.stop()
 
 
-def _read(cluster: Cluster, warehouse: str) -> dict[str, int]:
-    result: dict[str, int] = json.loads(cluster.run(warehouse, "read").strip().splitlines()[-1])
+def _read(cluster: Cluster, warehouse: str, *before: str) -> dict[str, int]:
+    """The read's summary of ``db.t``; ``before``: commands the same driver runs first (ending in "then")."""
+    result: dict[str, int] = json.loads(cluster.run(warehouse, *before, "read").strip().splitlines()[-1])
     return result
 
 
 def test_batch_round_trip_on_the_cluster(cluster: Cluster, tmp_path: Path) -> None:
     warehouse = str(tmp_path / "wh")
     rows = 50_000
-    cluster.run(warehouse, "write", str(rows), "4", "0")
-    result = _read(cluster, warehouse)
+    result = _read(cluster, warehouse, "write", str(rows), "4", "0", "then")
     assert result == {
         "count": rows,
         "distinct": rows,
@@ -201,7 +202,8 @@ def test_batch_round_trip_on_the_cluster(cluster: Cluster, tmp_path: Path) -> No
 def test_killed_executor_mid_write_loses_and_duplicates_nothing(cluster: Cluster, tmp_path: Path) -> None:
     warehouse = str(tmp_path / "wh")
     rows = 4000
-    process = cluster.driver(warehouse, "write", str(rows), "8", "3")  # 8 tasks x ~1.5 s each
+    # 8 tasks x ~1.5 s each; then the same application (on the worker's replacement executor) reads the table
+    process = cluster.driver(warehouse, "write", str(rows), "8", "3", "then", "read")
     deadline = time.time() + 120
     pids: list[int] = []
     while time.time() < deadline and len(pids) < 2:
@@ -213,9 +215,9 @@ def test_killed_executor_mid_write_loses_and_duplicates_nothing(cluster: Cluster
         time.sleep(0.2)
     assert list(Path(warehouse).rglob("data-*.parquet")), "no task wrote a file"
     os.kill(pids[0], signal.SIGKILL)
-    _, err = process.communicate(timeout=600)
+    out, err = process.communicate(timeout=1200)  # two commands, 600 s each
     assert process.returncode == 0, err[-5000:]
-    result = _read(cluster, warehouse)
+    result = json.loads(out.strip().splitlines()[-1])
     assert result["count"] == rows and result["distinct"] == rows
     assert result["sum"] == rows * (rows - 1) // 2
 
@@ -278,13 +280,6 @@ def test_primary_key_tables_on_the_cluster(cluster: Cluster, tmp_path: Path) -> 
     }
     for name in ("db.sums", "db.sums_helper"):
         catalog.create_table(name, sums, primary_keys=["k"], options=options)
-    rounds = 3
-    cluster.run(warehouse, "pk-batch", str(rounds))
-    expected = {k: rounds * 4000 // 50 for k in range(50)}
-    for name in ("db.sums", "db.sums_helper"):
-        got = {r["k"]: r["v"] for r in catalog.get_table(name).to_arrow().to_pylist()}
-        assert got == expected, name
-
     words_schema = pa.schema([pa.field("word", pa.string())])
     words = catalog.create_table("db.words", words_schema)
     appended: dict[str, int] = {}
@@ -297,7 +292,14 @@ def test_primary_key_tables_on_the_cluster(cluster: Cluster, tmp_path: Path) -> 
     append("paimon", "spark", "paimon")
     append("lake", "paimon")
     checkpoint = str(tmp_path / "checkpoint")
-    cluster.run(warehouse, "pk-stream", checkpoint)
+    rounds = 3
+    # one application for the batch sums and the word count's first run (a driver costs three JVMs)
+    cluster.run(warehouse, "pk-batch", str(rounds), "then", "pk-stream", checkpoint)
+    expected = {k: rounds * 4000 // 50 for k in range(50)}
+    for name in ("db.sums", "db.sums_helper"):
+        got = {r["k"]: r["v"] for r in catalog.get_table(name).to_arrow().to_pylist()}
+        assert got == expected, name
+
     append("spark", "stream", "lake")
     cluster.run(warehouse, "pk-stream", checkpoint)
     counted = catalog.get_table("db.word_count")

@@ -262,14 +262,16 @@ def test_cli_action_flags_map_to_merge_into_arguments() -> None:
         merge_arguments(parser.parse_args([*common, "--merge_actions", "upsert"]))
 
 
-def test_cli_merge_into_with_plain_python(warehouse: str) -> None:
+def test_cli_merge_into_with_plain_python(connect_url: str, warehouse: str) -> None:
+    """The action from a plain Python process, as a Spark Connect client of the tests' own Spark (a JVM of
+    its own would cost seconds; the CLI's own ``--master`` session is test_compact_spark's CLI test)."""
     make_target(warehouse)
     changes = str(Path(warehouse).parent / "changes.json")
     Path(changes).write_text('{"id": 2, "v": "cli"}\n{"id": 50, "v": "new"}\n')
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     completed = subprocess.run(
         [
-            sys.executable, "-m", "paimon_spark.cli", "merge_into", "--master", "local[1]",
+            sys.executable, "-m", "paimon_spark.cli", "merge_into", "--remote", connect_url,
             "--warehouse", warehouse, "--database", "db", "--table", "t", "--target_as", "T",
             "--source_sql", f"CREATE TEMPORARY VIEW S AS SELECT id, v, 'z' AS p FROM json.`{changes}`",
             "--source_table", "S", "--on", "T.id = S.id",
