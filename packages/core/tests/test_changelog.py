@@ -197,7 +197,8 @@ def test_full_compaction_producer_compacts_at_every_commit_unless_told_otherwise
     assert latest == explicit.snapshot_manager.latest_id()
     changes = [_by_key(_changes(default, i)) for i in range(1, latest + 1)]
     assert changes == [_by_key(_changes(explicit, i)) for i in range(1, latest + 1)]
-    assert any(changes)  # the first commit's keys at least
+    if default.to_arrow().num_rows:  # rows that are there came through the changelog as +I
+        assert any(changes)
     compacts = [s.commit_kind for s in every_other.snapshots()].count(CommitKind.COMPACT)
     assert compacts <= len(history) // 2
     assert all(s.commit_kind == CommitKind.APPEND for s in write_only.snapshots())

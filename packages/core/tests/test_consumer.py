@@ -132,7 +132,12 @@ def test_commits_expire_idle_consumers_and_the_snapshots_they_held(catalog: Cata
 
 
 def test_write_only_commits_expire_consumers_but_not_snapshots(catalog: Catalog, data) -> None:  # type: ignore[no-untyped-def]
-    options = {"consumer.expiration-time": "1 h", "write-only": "true", "snapshot.num-retained.max": "1"}
+    options = {
+        "consumer.expiration-time": "1 h",
+        "write-only": "true",
+        "snapshot.num-retained.min": "1",
+        "snapshot.num-retained.max": "1",
+    }
     table = catalog.create_table("db.t", data.schema, options=options)
     table.append(data.events(0, 5))
     manager = ConsumerManager(table.storage, table.path)
