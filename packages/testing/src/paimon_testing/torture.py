@@ -19,6 +19,8 @@ again, which must be deduplicated; a failure before anything was published is re
 
 from __future__ import annotations
 
+import contextlib
+import faulthandler
 import json
 import logging
 import multiprocessing
@@ -27,7 +29,7 @@ import tempfile
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -52,11 +54,13 @@ from paimon_testing.stateful import SCHEMA, Change, Row
 __all__ = [
     "DEFAULT_FAULTS",
     "PARTITIONS",
+    "LoggedRoleSpec",
     "RoleSpec",
     "TortureReport",
     "commit_until_landed",
     "count_step",
     "finish",
+    "recording_role",
     "rule_to_dict",
     "run_roles",
     "run_torture",
@@ -369,6 +373,32 @@ def run_roles(
         process.join(max(0.0, deadline - time.monotonic()))
     Path(stop_file).touch()
     return finish(processes, max(deadline, time.monotonic() + grace_s))
+
+
+class LoggedRoleSpec(RoleSpec, Protocol):
+    """A role's spec that :func:`recording_role` can set up: where its log goes, when it dumps its stacks."""
+
+    @property
+    def log_path(self) -> str: ...
+
+    @property
+    def stacks_after_s(self) -> float: ...
+
+
+@contextlib.contextmanager
+def recording_role(spec: LoggedRoleSpec) -> Iterator[Callable[[dict[str, Any]], None]]:
+    """In a role's process: print every thread's stack after ``spec.stacks_after_s`` (a stuck process says
+    where), silence warnings, and give a function appending one JSON line, tagged with the role and index,
+    to ``spec.log_path``."""
+    faulthandler.dump_traceback_later(spec.stacks_after_s)
+    logging.disable(logging.WARNING)  # injected faults and lost races are expected; the log is the record
+    with open(spec.log_path, "w", encoding="utf-8") as log:
+
+        def record(entry: dict[str, Any]) -> None:
+            log.write(json.dumps({"role": spec.role, "index": spec.index, **entry}) + "\n")
+            log.flush()
+
+        yield record
 
 
 def count_step(

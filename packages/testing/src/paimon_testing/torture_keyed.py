@@ -36,9 +36,7 @@ finished may be undone (even after its committer reported it). So, once every pr
 from __future__ import annotations
 
 import datetime as dt
-import faulthandler
 import json
-import logging
 import os
 import random
 import tempfile
@@ -66,7 +64,14 @@ from paimon_core.table.mergetree._merge import DELETE, INSERT
 from paimon_core.tag import TagManager
 from paimon_testing.faults import FaultPlan, FaultRule, FaultyStorage
 from paimon_testing.stateful_pk import KEYED_SCHEMA
-from paimon_testing.torture import DEFAULT_FAULTS, count_step, rule_to_dict, run_roles, shared_catalog
+from paimon_testing.torture import (
+    DEFAULT_FAULTS,
+    count_step,
+    recording_role,
+    rule_to_dict,
+    run_roles,
+    shared_catalog,
+)
 from paimon_testing.torture_maintenance import MaintenanceReport, _check_snapshots
 
 __all__ = ["KeyedReport", "run_keyed_torture", "verify_keyed"]
@@ -117,14 +122,7 @@ def _open(spec: _Spec) -> Table:
 
 
 def _process(spec: _Spec) -> None:
-    faulthandler.dump_traceback_later(spec.stacks_after_s)
-    logging.disable(logging.WARNING)  # injected faults and lost races are expected; the log is the record
-    with open(spec.log_path, "w", encoding="utf-8") as log:
-
-        def record(entry: dict[str, Any]) -> None:
-            log.write(json.dumps({"role": spec.role, "index": spec.index, **entry}) + "\n")
-            log.flush()
-
+    with recording_role(spec) as record:
         if spec.role == "writer":
             _write_commits(spec, record)
         elif spec.role == "compactor":

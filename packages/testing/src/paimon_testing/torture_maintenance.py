@@ -30,9 +30,7 @@ the others stop, and :func:`verify_maintenance` checks:
 from __future__ import annotations
 
 import datetime as dt
-import faulthandler
 import json
-import logging
 import os
 import tempfile
 import time
@@ -52,6 +50,7 @@ from paimon_testing.torture import (
     DEFAULT_FAULTS,
     commit_until_landed,
     count_step,
+    recording_role,
     rule_to_dict,
     run_roles,
     shared_catalog,
@@ -93,16 +92,7 @@ def _open(spec: _Spec) -> Table:
 
 
 def _process(spec: _Spec) -> None:
-    faulthandler.dump_traceback_later(spec.stacks_after_s)
-    logging.disable(
-        logging.WARNING
-    )  # injected faults and lost races are expected; the log file is the record
-    with open(spec.log_path, "w", encoding="utf-8") as log:
-
-        def record(entry: dict[str, Any]) -> None:
-            log.write(json.dumps({"role": spec.role, "index": spec.index, **entry}) + "\n")
-            log.flush()
-
+    with recording_role(spec) as record:
         if spec.role in ("appender", "overwriter"):
             _write_commits(spec, record)
         else:
