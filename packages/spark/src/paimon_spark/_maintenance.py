@@ -20,9 +20,7 @@ dry run).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import ClassVar
 
-from paimon_core import Catalog
 from paimon_core.consumer import ConsumerManager
 from paimon_core.maintenance import (
     clear_consumers,
@@ -32,28 +30,12 @@ from paimon_core.maintenance import (
     remove_orphan_files,
     rollback_to,
 )
-from paimon_core.table import Table
-from paimon_spark._procedures import split_procedure_options
+from paimon_spark._procedures import TableProcedure, non_blank
 
 __all__ = ["MAINTENANCE_PROCEDURES"]
 
 
-class _TableProcedure:
-    """Opens ``table`` from ``options`` and the defaults :func:`register_procedures` gives the subclass."""
-
-    warehouse: ClassVar[str | None] = None
-    catalog_conf: ClassVar[dict[str, str]] = {}
-
-    def _open(self, table: str, options: str | None) -> Table:
-        warehouse, conf, table_options = split_procedure_options(options, self.warehouse, self.catalog_conf)
-        return Catalog.open(warehouse, **conf).get_table(table, **table_options)
-
-
-def _text(value: str | None) -> str | None:
-    return value if value is not None and value.strip() else None
-
-
-class CreateTagProcedure(_TableProcedure):
+class CreateTagProcedure(TableProcedure):
     def eval(
         self,
         table: str,
@@ -62,17 +44,17 @@ class CreateTagProcedure(_TableProcedure):
         time_retained: str | None = None,
         options: str | None = None,
     ) -> Iterator[tuple[bool]]:
-        create_tag(self._open(table, options), tag, snapshot_id, _text(time_retained))
+        create_tag(self._open(table, options), tag, snapshot_id, non_blank(time_retained))
         yield (True,)
 
 
-class DeleteTagProcedure(_TableProcedure):
+class DeleteTagProcedure(TableProcedure):
     def eval(self, table: str, tag: str, options: str | None = None) -> Iterator[tuple[bool]]:
         delete_tag(self._open(table, options), tag)
         yield (True,)
 
 
-class RollbackProcedure(_TableProcedure):
+class RollbackProcedure(TableProcedure):
     def eval(
         self,
         table: str,
@@ -80,11 +62,11 @@ class RollbackProcedure(_TableProcedure):
         tag: str | None = None,
         options: str | None = None,
     ) -> Iterator[tuple[bool]]:
-        rollback_to(self._open(table, options), snapshot_id=snapshot_id, tag=_text(tag))
+        rollback_to(self._open(table, options), snapshot_id=snapshot_id, tag=non_blank(tag))
         yield (True,)
 
 
-class ExpireSnapshotsProcedure(_TableProcedure):
+class ExpireSnapshotsProcedure(TableProcedure):
     def eval(
         self,
         table: str,
@@ -98,13 +80,13 @@ class ExpireSnapshotsProcedure(_TableProcedure):
             self._open(table, options),
             retain_max=retain_max,
             retain_min=retain_min,
-            older_than=_text(older_than),
+            older_than=non_blank(older_than),
             max_deletes=max_deletes,
         )
         yield (expired,)
 
 
-class RemoveOrphanFilesProcedure(_TableProcedure):
+class RemoveOrphanFilesProcedure(TableProcedure):
     def eval(
         self,
         table: str,
@@ -113,12 +95,12 @@ class RemoveOrphanFilesProcedure(_TableProcedure):
         options: str | None = None,
     ) -> Iterator[tuple[int]]:
         result = remove_orphan_files(
-            self._open(table, options), older_than=_text(older_than), dry_run=bool(dry_run)
+            self._open(table, options), older_than=non_blank(older_than), dry_run=bool(dry_run)
         )
         yield (len(result.deleted),)
 
 
-class ResetConsumerProcedure(_TableProcedure):
+class ResetConsumerProcedure(TableProcedure):
     def eval(
         self,
         table: str,
@@ -131,7 +113,7 @@ class ResetConsumerProcedure(_TableProcedure):
         yield (True,)
 
 
-class ClearConsumersProcedure(_TableProcedure):
+class ClearConsumersProcedure(TableProcedure):
     def eval(
         self,
         table: str,
@@ -143,7 +125,7 @@ class ClearConsumersProcedure(_TableProcedure):
         yield (True,)
 
 
-MAINTENANCE_PROCEDURES: Mapping[str, tuple[type[_TableProcedure], str]] = {
+MAINTENANCE_PROCEDURES: Mapping[str, tuple[type[TableProcedure], str]] = {
     "paimon_create_tag": (CreateTagProcedure, "result boolean"),
     "paimon_delete_tag": (DeleteTagProcedure, "result boolean"),
     "paimon_rollback_to": (RollbackProcedure, "result boolean"),

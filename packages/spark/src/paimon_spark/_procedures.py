@@ -39,6 +39,7 @@ from pyspark.sql.udtf import UserDefinedTableFunction
 from paimon_core import Catalog
 from paimon_core.compact import CompactSummary, compact_database, compact_table
 from paimon_core.errors import ConfigError
+from paimon_core.table import Table
 from paimon_spark._compact import parse_options
 from paimon_spark._options import is_paimon_option
 
@@ -48,6 +49,8 @@ __all__ = [
     "RESULT_SCHEMA",
     "CompactDatabaseProcedure",
     "CompactProcedure",
+    "TableProcedure",
+    "non_blank",
     "register_procedures",
     "split_procedure_options",
 ]
@@ -105,18 +108,27 @@ def _row(summary: CompactSummary) -> Row:
     )
 
 
-def _blank(value: str | None) -> str | None:
+def non_blank(value: str | None) -> str | None:
+    """A procedure's text argument, None when it is missing or blank."""
     return value if value is not None and value.strip() else None
 
 
-class CompactProcedure:
+class TableProcedure:
+    """Opens ``table`` from ``options`` and the defaults :func:`register_procedures` gives the subclass."""
+
+    warehouse: ClassVar[str | None] = None
+    catalog_conf: ClassVar[dict[str, str]] = {}
+
+    def _open(self, table: str, options: str | None) -> Table:
+        warehouse, conf, table_options = split_procedure_options(options, self.warehouse, self.catalog_conf)
+        return Catalog.open(warehouse, **conf).get_table(table, **table_options)
+
+
+class CompactProcedure(TableProcedure):
     """``paimon_compact(table, partitions, where, order_strategy, order_by, options)`` as a UDTF class.
 
     :func:`register_procedures` registers a subclass carrying the default warehouse and catalog conf.
     """
-
-    warehouse: ClassVar[str | None] = None
-    catalog_conf: ClassVar[dict[str, str]] = {}
 
     def eval(
         self,
@@ -127,21 +139,20 @@ class CompactProcedure:
         order_by: str | None = None,
         options: str | None = None,
     ) -> Iterator[Row]:
-        if _blank(where):
+        if non_blank(where):
             raise ConfigError(
                 "paimon_compact runs without a SparkSession and cannot evaluate 'where'; pass 'partitions' "
                 "(',' = AND, ';' = OR) or call paimon_spark.compact(spark, where=...) from Python"
             )
-        warehouse, conf, table_options = split_procedure_options(options, self.warehouse, self.catalog_conf)
-        strategy = _blank(order_strategy)
+        handle = self._open(table, options)
+        strategy = non_blank(order_strategy)
         if strategy is not None and strategy.lower() == "none":
             strategy = None
-        handle = Catalog.open(warehouse, **conf).get_table(table, **table_options)
         summary = compact_table(
             handle,
-            partitions=_blank(partitions),
+            partitions=non_blank(partitions),
             order_strategy=strategy,
-            order_by=_blank(order_by) or (),
+            order_by=non_blank(order_by) or (),
             progress=False,
         )
         yield _row(summary)
@@ -168,10 +179,10 @@ class CompactDatabaseProcedure:
             )
         summaries = compact_database(
             Catalog.open(warehouse, **conf),
-            including_databases=_blank(including_databases),
-            including_tables=_blank(including_tables),
-            excluding_tables=_blank(excluding_tables),
-            mode=_blank(mode) or "divided",
+            including_databases=non_blank(including_databases),
+            including_tables=non_blank(including_tables),
+            excluding_tables=non_blank(excluding_tables),
+            mode=non_blank(mode) or "divided",
             progress=False,
         )
         for summary in summaries.values():

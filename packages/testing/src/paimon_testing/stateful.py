@@ -811,13 +811,9 @@ class ConcurrentCommits(RuleBasedStateMachine):
 
     def _expire(self, retain: int) -> None:
         """Expire all but the newest ``retain`` snapshots (a failed run leaves the table as it was)."""
-        assert self.expirer is not None
-        try:
-            self.expirer.expire(retain)
-        except SimulatedCrash as crash:
-            note(f"expiration crashed: {crash}")
-        except (PaimonError, OSError) as error:
-            note(f"expiration failed: {type(error).__name__}: {error}")
+        expirer = self.expirer
+        assert expirer is not None
+        _attempt("expiration", lambda: expirer.expire(retain))
 
     @precondition(lambda self: self.expirer is not None and self._in_phase("prepared"))
     @rule(data=st.data(), rounds=st.integers(1, 3))
@@ -855,12 +851,7 @@ class ConcurrentCommits(RuleBasedStateMachine):
             return
         target = data.draw(st.sampled_from(retained[:-1]), label="rollback target")
         note(f"rollback to snapshot {target}")
-        try:
-            rollback_to(self.table, target)
-        except SimulatedCrash as crash:
-            note(f"rollback crashed: {crash}")
-        except (PaimonError, OSError) as error:
-            note(f"rollback failed: {type(error).__name__}: {error}")
+        _attempt("rollback", lambda: rollback_to(self.table, target))
         self._after_rollback()
 
     def _after_rollback(self) -> None:
@@ -907,12 +898,8 @@ class ConcurrentCommits(RuleBasedStateMachine):
         name = f"t{self.next_tag}"
         self.next_tag += 1
         note(f"create tag {name} of snapshot {target}")
-        try:
-            create_tag(self.table, name, target)
-        except SimulatedCrash as crash:
-            note(f"tag creation crashed: {crash}")
-        except (PaimonError, OSError) as error:  # the snapshot may have expired meanwhile
-            note(f"tag creation failed: {type(error).__name__}: {error}")
+        # The snapshot may have expired meanwhile.
+        _attempt("tag creation", lambda: create_tag(self.table, name, target))
         tags = self._tag_manager()
         if not tags.exists(name):
             return
@@ -930,12 +917,7 @@ class ConcurrentCommits(RuleBasedStateMachine):
             return
         name = data.draw(st.sampled_from(sorted(self.model.tags)), label="tag to delete")
         note(f"delete tag {name}")
-        try:
-            delete_tag(self.table, name)
-        except SimulatedCrash as crash:
-            note(f"tag deletion crashed: {crash}")
-        except (PaimonError, OSError) as error:
-            note(f"tag deletion failed: {type(error).__name__}: {error}")
+        _attempt("tag deletion", lambda: delete_tag(self.table, name))
         if not self._tag_manager().exists(name):
             del self.model.tags[name]
             event("tag deleted")
@@ -951,12 +933,7 @@ class ConcurrentCommits(RuleBasedStateMachine):
         name = data.draw(st.sampled_from(sorted(self.model.tags)), label="rollback tag")
         target, content = self.model.tags[name]
         note(f"rollback to tag {name} (snapshot {target})")
-        try:
-            rollback_to(self.table, tag=name)
-        except SimulatedCrash as crash:
-            note(f"rollback to a tag crashed: {crash}")
-        except (PaimonError, OSError) as error:
-            note(f"rollback to a tag failed: {type(error).__name__}: {error}")
+        _attempt("rollback to a tag", lambda: rollback_to(self.table, tag=name))
         retained = self._retained_ids()
         if retained and retained[-1] == target:
             event("rolled back to a tag")
@@ -970,15 +947,14 @@ class ConcurrentCommits(RuleBasedStateMachine):
         from paimon_core.maintenance import remove_orphan_files
 
         future = int(_FAR_FUTURE.timestamp() * 1000)
-        try:
+
+        def remove() -> None:
             if now:
                 remove_orphan_files(self.table, older_than=future, now_millis=future)
             else:
                 remove_orphan_files(self.table)
-        except SimulatedCrash as crash:
-            note(f"orphan removal crashed: {crash}")
-        except (PaimonError, OSError) as error:
-            note(f"orphan removal failed: {type(error).__name__}: {error}")
+
+        _attempt("orphan removal", remove)
 
     def _recheck_all(self) -> None:
         """Read every retained snapshot and every tag again: maintenance must not change what they read."""
@@ -1120,6 +1096,17 @@ class ConcurrentCommits(RuleBasedStateMachine):
         )
         self.check_record_count(snapshot, expected)
         self.compactable = self.is_compactable(self.checker.live_entries(snapshot_id))
+
+
+def _attempt(what: str, action: Callable[[], object]) -> None:
+    """Run a maintenance ``action`` that an injected fault may crash or fail; only note how it ended (the
+    table is checked against the model afterwards)."""
+    try:
+        action()
+    except SimulatedCrash as crash:
+        note(f"{what} crashed: {crash}")
+    except (PaimonError, OSError) as error:
+        note(f"{what} failed: {type(error).__name__}: {error}")
 
 
 def _rows(data: pa.Table) -> list[Row]:

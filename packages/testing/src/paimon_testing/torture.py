@@ -19,17 +19,20 @@ again, which must be deduplicated; a failure before anything was published is re
 
 from __future__ import annotations
 
+import contextlib
+import faulthandler
 import json
 import logging
 import multiprocessing
 import os
 import tempfile
 import time
+import traceback
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import pyarrow as pa
 
@@ -39,6 +42,7 @@ from paimon_core.errors import (
     CommitHistoryExpiredError,
     CommitRetriesExhaustedError,
     CommitStateUnknownError,
+    SnapshotExpiredError,
 )
 from paimon_core.redaction import get_logger
 from paimon_core.snapshot import CommitKind
@@ -50,10 +54,15 @@ from paimon_testing.stateful import SCHEMA, Change, Row
 __all__ = [
     "DEFAULT_FAULTS",
     "PARTITIONS",
+    "LoggedRoleSpec",
+    "RoleSpec",
     "TortureReport",
     "commit_until_landed",
+    "count_step",
     "finish",
+    "recording_role",
     "rule_to_dict",
+    "run_roles",
     "run_torture",
     "shared_catalog",
     "verify",
@@ -329,6 +338,86 @@ def finish(processes: Sequence[multiprocessing.process.BaseProcess], deadline: f
         elif process.exitcode != 0:
             failed.append(f"{process.name} failed (exit code {process.exitcode})")
     return failed
+
+
+class RoleSpec(Protocol):
+    """What :func:`run_roles` needs of a process's spec: its role and index, which name the process."""
+
+    @property
+    def role(self) -> str: ...
+
+    @property
+    def index(self) -> int: ...
+
+
+SpecT = TypeVar("SpecT", bound=RoleSpec)
+
+
+def run_roles(
+    specs: Sequence[SpecT],
+    target: Callable[[SpecT], None],
+    *,
+    writers: int,
+    deadline: float,
+    stop_file: str,
+    grace_s: float,
+) -> list[str]:
+    """Spawn a process ``target(spec)`` per spec, wait until ``deadline`` (monotonic) for the first ``writers``,
+    then create ``stop_file`` for the others and wait for all until ``deadline`` or ``grace_s`` from then,
+    whichever is later (see :func:`finish`); what went wrong."""
+    ctx = multiprocessing.get_context("spawn")
+    processes = [ctx.Process(target=target, args=(s,), name=f"{s.role}-{s.index}") for s in specs]
+    for process in processes:
+        process.start()
+    for process in processes[:writers]:
+        process.join(max(0.0, deadline - time.monotonic()))
+    Path(stop_file).touch()
+    return finish(processes, max(deadline, time.monotonic() + grace_s))
+
+
+class LoggedRoleSpec(RoleSpec, Protocol):
+    """A role's spec that :func:`recording_role` can set up: where its log goes, when it dumps its stacks."""
+
+    @property
+    def log_path(self) -> str: ...
+
+    @property
+    def stacks_after_s(self) -> float: ...
+
+
+@contextlib.contextmanager
+def recording_role(spec: LoggedRoleSpec) -> Iterator[Callable[[dict[str, Any]], None]]:
+    """In a role's process: print every thread's stack after ``spec.stacks_after_s`` (a stuck process says
+    where), silence warnings, and give a function appending one JSON line, tagged with the role and index,
+    to ``spec.log_path``."""
+    faulthandler.dump_traceback_later(spec.stacks_after_s)
+    logging.disable(logging.WARNING)  # injected faults and lost races are expected; the log is the record
+    with open(spec.log_path, "w", encoding="utf-8") as log:
+
+        def record(entry: dict[str, Any]) -> None:
+            log.write(json.dumps({"role": spec.role, "index": spec.index, **entry}) + "\n")
+            log.flush()
+
+        yield record
+
+
+def count_step(
+    step: Callable[[Table], Counter[str]],
+    table: Table,
+    counts: Counter[str],
+    problems: list[str],
+    max_problems: int,
+) -> None:
+    """One ``step(table)`` of a looping role: its counts added; a lost race to expiry counted as ``expired``,
+    any other error counted and, while fewer than ``max_problems`` are kept, kept as one line."""
+    try:
+        counts.update(step(table))
+    except SnapshotExpiredError:
+        counts["expired"] += 1
+    except Exception as exc:
+        counts["errors"] += 1
+        if len(problems) < max_problems:
+            problems.append("".join(traceback.format_exception_only(exc)).strip())
 
 
 def run_torture(

@@ -36,15 +36,11 @@ finished may be undone (even after its committer reported it). So, once every pr
 from __future__ import annotations
 
 import datetime as dt
-import faulthandler
 import json
-import logging
-import multiprocessing
 import os
 import random
 import tempfile
 import time
-import traceback
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -68,7 +64,14 @@ from paimon_core.table.mergetree._merge import DELETE, INSERT
 from paimon_core.tag import TagManager
 from paimon_testing.faults import FaultPlan, FaultRule, FaultyStorage
 from paimon_testing.stateful_pk import KEYED_SCHEMA
-from paimon_testing.torture import DEFAULT_FAULTS, finish, rule_to_dict, shared_catalog
+from paimon_testing.torture import (
+    DEFAULT_FAULTS,
+    count_step,
+    recording_role,
+    rule_to_dict,
+    run_roles,
+    shared_catalog,
+)
 from paimon_testing.torture_maintenance import MaintenanceReport, _check_snapshots
 
 __all__ = ["KeyedReport", "run_keyed_torture", "verify_keyed"]
@@ -119,14 +122,7 @@ def _open(spec: _Spec) -> Table:
 
 
 def _process(spec: _Spec) -> None:
-    faulthandler.dump_traceback_later(spec.stacks_after_s)
-    logging.disable(logging.WARNING)  # injected faults and lost races are expected; the log is the record
-    with open(spec.log_path, "w", encoding="utf-8") as log:
-
-        def record(entry: dict[str, Any]) -> None:
-            log.write(json.dumps({"role": spec.role, "index": spec.index, **entry}) + "\n")
-            log.flush()
-
+    with recording_role(spec) as record:
         if spec.role == "writer":
             _write_commits(spec, record)
         elif spec.role == "compactor":
@@ -204,14 +200,7 @@ def _loop(
     counts: Counter[str] = Counter()
     problems: list[str] = []
     while not os.path.exists(spec.stop_file):
-        try:
-            counts.update(step(table))
-        except SnapshotExpiredError:
-            counts["expired"] += 1
-        except Exception as exc:
-            counts["errors"] += 1
-            if len(problems) < _MAX_PROBLEMS:
-                problems.append("".join(traceback.format_exception_only(exc)).strip())
+        count_step(step, table, counts, problems, _MAX_PROBLEMS)
         time.sleep(0.01)
     record({"counts": dict(counts), "problems": problems})
 
@@ -499,16 +488,10 @@ def run_keyed_torture(
             )
         )
     started = time.monotonic()
-    ctx = multiprocessing.get_context("spawn")
     specs = writing + others
-    processes = [ctx.Process(target=_process, args=(s,), name=f"{s.role}-{s.index}") for s in specs]
-    for process in processes:
-        process.start()
-    deadline = started + timeout_s
-    for process in processes[: len(writing)]:
-        process.join(max(0.0, deadline - time.monotonic()))
-    Path(stop_file).touch()
-    failed = finish(processes, max(deadline, time.monotonic() + 30))
+    failed = run_roles(
+        specs, _process, writers=len(writing), deadline=started + timeout_s, stop_file=stop_file, grace_s=30
+    )
     logs_written = [s.log_path for s in specs if os.path.exists(s.log_path)]
     report = verify_keyed(catalog.get_table(_TABLE), logs_written)
     report.errors = failed + report.errors

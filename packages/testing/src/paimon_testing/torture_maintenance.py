@@ -30,14 +30,10 @@ the others stop, and :func:`verify_maintenance` checks:
 from __future__ import annotations
 
 import datetime as dt
-import faulthandler
 import json
-import logging
-import multiprocessing
 import os
 import tempfile
 import time
-import traceback
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -45,13 +41,20 @@ from pathlib import Path
 from typing import Any
 
 from paimon_core import Catalog
-from paimon_core.errors import SnapshotExpiredError
 from paimon_core.redaction import get_logger
 from paimon_core.snapshot import CommitKind
 from paimon_core.table import Table
 from paimon_testing.faults import FaultPlan, FaultRule, FaultyStorage
 from paimon_testing.stateful import SCHEMA, Row
-from paimon_testing.torture import DEFAULT_FAULTS, commit_until_landed, finish, rule_to_dict, shared_catalog
+from paimon_testing.torture import (
+    DEFAULT_FAULTS,
+    commit_until_landed,
+    count_step,
+    recording_role,
+    rule_to_dict,
+    run_roles,
+    shared_catalog,
+)
 
 __all__ = ["MaintenanceReport", "run_maintenance_torture", "verify_maintenance"]
 
@@ -89,16 +92,7 @@ def _open(spec: _Spec) -> Table:
 
 
 def _process(spec: _Spec) -> None:
-    faulthandler.dump_traceback_later(spec.stacks_after_s)
-    logging.disable(
-        logging.WARNING
-    )  # injected faults and lost races are expected; the log file is the record
-    with open(spec.log_path, "w", encoding="utf-8") as log:
-
-        def record(entry: dict[str, Any]) -> None:
-            log.write(json.dumps({"role": spec.role, "index": spec.index, **entry}) + "\n")
-            log.flush()
-
+    with recording_role(spec) as record:
         if spec.role in ("appender", "overwriter"):
             _write_commits(spec, record)
         else:
@@ -131,14 +125,7 @@ def _loop(spec: _Spec, record: Callable[[dict[str, Any]], None]) -> None:
     ):
         if stopping_since is None and os.path.exists(spec.stop_file):
             stopping_since = time.monotonic()
-        try:
-            counts.update(step(table))
-        except SnapshotExpiredError:
-            counts["expired"] += 1
-        except Exception as exc:
-            counts["errors"] += 1
-            if len(problems) < _MAX_PROBLEMS:
-                problems.append("".join(traceback.format_exception_only(exc)).strip())
+        count_step(step, table, counts, problems, _MAX_PROBLEMS)
         time.sleep(0.01)
     record({"counts": dict(counts), "problems": problems})
 
@@ -376,16 +363,10 @@ def run_maintenance_torture(
     others = [spec("expirer", 0)] + [spec("reader", i) for i in range(readers)]
     others += [spec("compactor", 0)] if compactor else []
     started = time.monotonic()
-    ctx = multiprocessing.get_context("spawn")
     specs = writers + others
-    processes = [ctx.Process(target=_process, args=(s,), name=f"{s.role}-{s.index}") for s in specs]
-    for process in processes:
-        process.start()
-    deadline = started + timeout_s
-    for process in processes[: len(writers)]:
-        process.join(max(0.0, deadline - time.monotonic()))
-    Path(stop_file).touch()
-    failed = finish(processes, max(deadline, time.monotonic() + 5))
+    failed = run_roles(
+        specs, _process, writers=len(writers), deadline=started + timeout_s, stop_file=stop_file, grace_s=5
+    )
     logs_written = [s.log_path for s in specs if os.path.exists(s.log_path)]
     checked = verify_maintenance(catalog.get_table(_TABLE), logs_written)
     checked.errors = failed + checked.errors

@@ -3,25 +3,26 @@ mark-and-sweep)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from paimon_core.errors import CorruptMetadataError
 from paimon_core.manifest import (
     ManifestEntry,
-    ManifestFileMeta,
     read_index_manifest,
     read_manifest_file,
     read_manifest_list,
 )
 from paimon_core.snapshot import Snapshot
-from paimon_core.storage import join_path, parent_path
+from paimon_core.storage import StorageBackend, join_path, parent_path
 from paimon_core.table import real_changelog_path
 
 if TYPE_CHECKING:
     from paimon_core.table import Table
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -53,7 +54,9 @@ def reach(table: Table, snapshots: Iterable[Snapshot]) -> Reach:
         if snapshot.changelog_manifest_list:
             found.metadata.add(snapshot.changelog_manifest_list)
             # their changelog files are in use too
-            changelogs.update(m.file_name for m in _changelog_list(table, snapshot.changelog_manifest_list))
+            changelogs.update(
+                m.file_name for m in _unless_gone(table, snapshot.changelog_manifest_list, read_manifest_list)
+            )
         if snapshot.index_manifest and snapshot.index_manifest not in found.metadata:
             found.metadata.add(snapshot.index_manifest)
             index = read_index_manifest(table.storage, table.manifest_path(snapshot.index_manifest))
@@ -66,28 +69,19 @@ def reach(table: Table, snapshots: Iterable[Snapshot]) -> Reach:
         entries = list(
             pool.map(lambda m: read_manifest_file(table.storage, table.manifest_path(m)), manifests)
         )
-        changelog_entries = list(pool.map(lambda m: _changelog_manifest(table, m), sorted(changelogs)))
+        changelog_entries = list(
+            pool.map(lambda m: _unless_gone(table, m, read_manifest_file), sorted(changelogs))
+        )
     found.data.update(_paths(table, [e for chunk in [*entries, *changelog_entries] for e in chunk]))
     return found
 
 
-def _changelog_list(table: Table, name: str) -> list[ManifestFileMeta]:
-    """A changelog manifest list, or none if it is gone: expiration deletes the changelog of a tagged
-    snapshot (tags do not keep changelogs, as in Java), and lists after their manifests."""
+def _unless_gone(table: Table, name: str, read: Callable[[StorageBackend, str], list[_T]]) -> list[_T]:
+    """``read`` of changelog manifest (list) ``name``, or nothing if it is gone: expiration deletes the
+    changelog of a tagged snapshot (tags do not keep changelogs, as in Java), and lists after their manifests."""
     path = table.manifest_path(name)
     try:
-        return read_manifest_list(table.storage, path)
-    except CorruptMetadataError:
-        if table.storage.exists(path):
-            raise
-        return []
-
-
-def _changelog_manifest(table: Table, name: str) -> list[ManifestEntry]:
-    """A changelog manifest, or none if it is gone (see :func:`_changelog_list`)."""
-    path = table.manifest_path(name)
-    try:
-        return read_manifest_file(table.storage, path)
+        return read(table.storage, path)
     except CorruptMetadataError:
         if table.storage.exists(path):
             raise

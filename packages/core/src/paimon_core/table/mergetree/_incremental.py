@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 from paimon_core.manifest import DataFileMeta
 from paimon_core.table.mergetree._changelog import LeveledRecords
 from paimon_core.table.mergetree._layout import SEQUENCE_NUMBER, VALUE_KIND, KeyValueLayout
-from paimon_core.table.mergetree._levels import KeyOf, SortedRun
+from paimon_core.table.mergetree._levels import KeyOf, SortedRun, key_range_sections
 from paimon_core.table.mergetree._merge import (
     DELETE,
     INSERT,
@@ -57,17 +57,7 @@ def java_split_files(files: Sequence[DataFileMeta], key_of: KeyOf) -> list[DataF
 
 def java_sections(files: Sequence[DataFileMeta], key_of: KeyOf) -> list[list[SortedRun]]:
     """Key-range sections of ``files``, each packed into sorted runs in the order Java's reader gets them."""
-    ordered = sorted(files, key=lambda f: (key_of(f.min_key), key_of(f.max_key)))
-    sections: list[list[DataFileMeta]] = []
-    bound: Any = None
-    for file in ordered:
-        if sections and key_of(file.min_key) <= bound:
-            sections[-1].append(file)
-            bound = max(bound, key_of(file.max_key))
-        else:
-            sections.append([file])
-            bound = key_of(file.max_key)
-    return [_runs_in_queue_order(section, key_of) for section in sections]
+    return [_runs_in_queue_order(section, key_of) for section in key_range_sections(files, key_of)]
 
 
 def _runs_in_queue_order(section: Sequence[DataFileMeta], key_of: KeyOf) -> list[SortedRun]:

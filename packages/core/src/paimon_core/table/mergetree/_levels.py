@@ -24,6 +24,7 @@ __all__ = [
     "UniversalCompaction",
     "Upgrade",
     "interval_partition",
+    "key_range_sections",
     "pick_full_compaction",
     "plan_unit",
 ]
@@ -216,6 +217,11 @@ def pick_full_compaction(num_levels: int, runs: Sequence[SortedRun]) -> CompactU
 
 def interval_partition(files: Sequence[DataFileMeta], key_of: KeyOf) -> list[list[SortedRun]]:
     """Cut files into sections of overlapping key ranges; each section packed into the fewest sorted runs."""
+    return [_pack_runs(section, key_of) for section in key_range_sections(files, key_of)]
+
+
+def key_range_sections(files: Sequence[DataFileMeta], key_of: KeyOf) -> list[list[DataFileMeta]]:
+    """Files sorted by key range and cut where no earlier file's range reaches the next file's min key."""
     ordered = sorted(files, key=lambda f: (key_of(f.min_key), key_of(f.max_key)))
     sections: list[list[DataFileMeta]] = []
     bound: Any = None
@@ -226,7 +232,7 @@ def interval_partition(files: Sequence[DataFileMeta], key_of: KeyOf) -> list[lis
         else:
             sections.append([file])
             bound = key_of(file.max_key)
-    return [_pack_runs(section, key_of) for section in sections]
+    return sections
 
 
 def _pack_runs(section: Sequence[DataFileMeta], key_of: KeyOf) -> list[SortedRun]:
