@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pyarrow as pa
 import pytest
 
 from paimon_core import Catalog
 from paimon_core.manifest import HASH_INDEX
+from paimon_core.options import Options
 from paimon_core.table import CommitMessage, Table
 from paimon_core.table.mergetree import read_hash_index
 from paimon_spark._consolidate import SplitKeyError, consolidate, full_compaction_due
@@ -95,11 +98,12 @@ def test_a_key_two_tasks_put_in_different_buckets_is_refused(tmp_path: Path) -> 
 
 
 def test_full_compaction_every_n_commits() -> None:
-    class Options:
-        def get_option(self, option: object) -> int:
-            return 3
+    def due(options: dict[str, str], commits: int) -> list[bool]:
+        table = cast(Table, SimpleNamespace(options=Options.of(options)))
+        return [full_compaction_due(table, n) for n in range(1, commits + 1)]
 
-    class Fake:
-        options = Options()
-
-    assert [full_compaction_due(Fake(), n) for n in range(1, 7)] == [False, False, True, False, False, True]  # type: ignore[arg-type]
+    assert due({"full-compaction.delta-commits": "3"}, 6) == [False, False, True, False, False, True]
+    # the full-compaction producer without the option: every commit (Paimon's documented default)
+    assert due({"changelog-producer": "full-compaction"}, 3) == [True, True, True]
+    assert due({}, 3) == [False, False, False]
+    assert due({"full-compaction.delta-commits": "1", "write-only": "true"}, 3) == [False, False, False]
