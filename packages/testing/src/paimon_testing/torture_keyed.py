@@ -101,6 +101,12 @@ class _Spec:
     orphan_age_s: float = 5.0
     retain_max: int = 5
     stacks_after_s: float = 0.0
+    # Where the looping roles mark that they have done their work once, and which marks writers wait for
+    # halfway through their commits: on a loaded machine the writers could otherwise finish before a slowly
+    # started maintainer has tagged or rolled back anything, and the run would race nothing.
+    marks_dir: str = ""
+    awaited_marks: tuple[str, ...] = ()
+    marks_timeout_s: float = 120.0
 
 
 def _records(index: int, identifier: int) -> list[KeyedRecord]:
@@ -126,7 +132,7 @@ def _process(spec: _Spec) -> None:
         if spec.role == "writer":
             _write_commits(spec, record)
         elif spec.role == "compactor":
-            _loop(spec, record, _compact)
+            _loop(spec, record, _compact, lambda counts: counts["snapshots"] > 0)
         else:
             _maintain(spec, record)
 
@@ -184,23 +190,42 @@ def _write_commits(spec: _Spec, record: Callable[[dict[str, Any]], None]) -> Non
     table = Table(base.path, FaultyStorage(base.storage, plan), base.schema, _TABLE, {"write-only": "true"})
     user = f"torture-writer-{spec.index}"
     for identifier in range(1, spec.commits + 1):
+        if identifier == spec.commits // 2 + 1:
+            _await_marks(spec)
         records = _records(spec.index, identifier)
         outcome = _commit_until_decided(table, user, identifier, records)
         record({"user": user, "identifier": identifier, "records": records, **outcome})
+
+
+def _await_marks(spec: _Spec) -> None:
+    """Wait (bounded) until every awaited role has marked its work done once; a role that never does makes
+    the run's checks fail, not this wait."""
+    deadline = time.monotonic() + spec.marks_timeout_s
+    paths = [os.path.join(spec.marks_dir, role) for role in spec.awaited_marks]
+    while time.monotonic() < deadline and not all(os.path.exists(p) for p in paths):
+        time.sleep(0.05)
 
 
 # --- the compactor and the maintainer ------------------------------------------------------------------------
 
 
 def _loop(
-    spec: _Spec, record: Callable[[dict[str, Any]], None], step: Callable[[Table], Counter[str]]
+    spec: _Spec,
+    record: Callable[[dict[str, Any]], None],
+    step: Callable[[Table], Counter[str]],
+    done_once: Callable[[Counter[str]], bool],
 ) -> None:
-    """Run ``step`` until the stop file appears; count what happened, keep the first problems."""
+    """Run ``step`` until the stop file appears; count what happened, keep the first problems; mark the
+    role once ``done_once(counts)`` holds (see ``_Spec.marks_dir``)."""
     table = _open(spec)
     counts: Counter[str] = Counter()
     problems: list[str] = []
+    marked = False
     while not os.path.exists(spec.stop_file):
         count_step(step, table, counts, problems, _MAX_PROBLEMS)
+        if not marked and spec.marks_dir and done_once(counts):
+            Path(spec.marks_dir, spec.role).touch()
+            marked = True
         time.sleep(0.01)
     record({"counts": dict(counts), "problems": problems})
 
@@ -282,7 +307,10 @@ def _maintain(spec: _Spec, record: Callable[[dict[str, Any]], None]) -> None:
             counts.update(remove_orphans(table))
         return counts
 
-    _loop(spec, record, step)
+    def done_once(counts: Counter[str]) -> bool:
+        return bool(counts["tags"] and counts["orphan_runs"] and (counts["rollbacks"] or not spec.rollbacks))
+
+    _loop(spec, record, step, done_once)
 
 
 # --- checking ---------------------------------------------------------------------------------------------------
@@ -464,6 +492,9 @@ def run_keyed_torture(
     )
     logs = tempfile.mkdtemp(prefix="paimon-torture-k-")
     stop_file = os.path.join(logs, "stop")
+    marks_dir = os.path.join(logs, "marks")
+    os.mkdir(marks_dir)
+    awaited = tuple(role for role, on in (("compactor", compactor), ("maintainer", maintainer)) if on)
     rules = tuple(rule_to_dict(r) for r in faults)
     stored = tuple(sorted(options.items()))
     stacks_after_s = max(1.0, timeout_s - 10)
@@ -471,7 +502,16 @@ def run_keyed_torture(
     def spec(role: str, index: int, **extra: Any) -> _Spec:
         log_path = os.path.join(logs, f"{role}-{index}.jsonl")
         return _Spec(
-            role, index, warehouse, stored, log_path, stop_file, stacks_after_s=stacks_after_s, **extra
+            role,
+            index,
+            warehouse,
+            stored,
+            log_path,
+            stop_file,
+            stacks_after_s=stacks_after_s,
+            marks_dir=marks_dir,
+            awaited_marks=awaited,
+            **extra,
         )
 
     writing = [spec("writer", i, commits=commits, seed=seed + i, rules=rules) for i in range(writers)]
