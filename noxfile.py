@@ -224,8 +224,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy, strict (the root config), over every package's sources and tests, ``tests/`` and the benchmark
-    with its harness; ``.pre-commit-config.yaml`` runs this session.
+    """mypy, strict (the root config), over every package's sources and tests, ``tests/`` and ``benchmarks/``;
+    ``.pre-commit-config.yaml`` runs this session.
 
     The test tools are installed so that the tests' imports are typed as they run; mypy's cache
     (``.mypy_cache``) makes a second run take seconds.
@@ -239,11 +239,7 @@ def typecheck(session: nox.Session) -> None:
     session.run("python", "-c", "import pyspark")
     sources = [f"packages/{p.dir}/src/{p.dist.replace('-', '_')}" for p in PACKAGES]
     tests = [f"packages/{p.dir}/tests" for p in PACKAGES]
-    session.run("mypy", *session.posargs, *sources, *tests, "tests", *TYPECHECKED_BENCHMARKS)
-
-
-# The benchmarks mypy checks (the others need pypaimon or Spark at full size and are run by hand).
-TYPECHECKED_BENCHMARKS = ("benchmarks/run.py", "benchmarks/harness.py")
+    session.run("mypy", *session.posargs, *sources, *tests, "tests", "benchmarks")
 
 
 def _interpreters() -> dict[str, str]:
