@@ -17,16 +17,16 @@ Figures go to ``results-changelog.md`` / ``results-changelog.json``.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from harness import stopwatch, write_results
 
 SCHEMA = pa.schema(
     [
@@ -64,9 +64,9 @@ def bench_producer(batches: list[pa.Table], workdir: Path, producer: str, full: 
     table = catalog.create_table("bench.t", SCHEMA, primary_keys=["id"], options=options)
     times = []
     for batch in batches:
-        start = time.perf_counter()
-        table.append(batch)
-        times.append(time.perf_counter() - start)
+        with stopwatch() as t:
+            table.append(batch)
+        times.append(t[0])
     changelog_rows = sum(s.changelog_record_count or 0 for s in table.snapshots())
     if producer != "none":
         reading = table.copy({"scan.mode": "from-snapshot", "scan.snapshot-id": "1"})
@@ -86,9 +86,9 @@ def bench_producer(batches: list[pa.Table], workdir: Path, producer: str, full: 
 def bench_raw(batches: list[pa.Table], workdir: Path) -> float:
     times = []
     for index, batch in enumerate(batches):
-        start = time.perf_counter()
-        pq.write_table(batch, workdir / f"raw-{index}.parquet", compression="zstd", compression_level=1)
-        times.append(time.perf_counter() - start)
+        with stopwatch() as t:
+            pq.write_table(batch, workdir / f"raw-{index}.parquet", compression="zstd", compression_level=1)
+        times.append(t[0])
     return float(np.mean(times))
 
 
@@ -135,8 +135,8 @@ def main() -> None:
         )
     lines += ["", f"Raw `pyarrow.parquet` write of one commit's rows: {raw_s * 1000:.0f} ms."]
     text = "\n".join(lines) + "\n"
-    Path(f"{args.out}.md").write_text(text)
-    Path(f"{args.out}.json").write_text(json.dumps(results, indent=2) + "\n")
+    out = Path(args.out)
+    write_results(out.parent, out.name, text, results)
     print(text)
 
 

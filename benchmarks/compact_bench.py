@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import json
 import os
 import platform
 import shutil
@@ -56,6 +55,8 @@ import pyarrow.parquet as pq
 
 from paimon_core import Catalog
 from paimon_core.compact import compact_table
+
+from harness import load_average, write_results
 
 SCHEMA = pa.schema(
     [
@@ -386,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             if spark is not None:
                 spark.stop()
-        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        load = ", ".join(f"{x:.1f}" for x in load_average())
     env = {
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "python": platform.python_version(),
@@ -398,8 +399,6 @@ def main(argv: list[str] | None = None) -> int:
     }
     markdown = render(args, env, cases)
     print(markdown)
-    args.output_dir.mkdir(parents=True, exist_ok=True)
-    (args.output_dir / "results-compact.md").write_text(markdown, encoding="utf-8")
     payload = {
         "environment": env,
         "parameters": {
@@ -411,9 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         "cases": cases,
         "summary": {c["case"]: summarize(c) for c in cases},
     }
-    (args.output_dir / "results-compact.json").write_text(
-        json.dumps(payload, indent=2) + "\n", encoding="utf-8"
-    )
+    write_results(args.output_dir, "results-compact", markdown, payload)
     return 0
 
 

@@ -46,6 +46,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from harness import load_average, write_results
+
 SCHEMA = pa.schema(
     [
         pa.field("id", pa.int64(), nullable=False),
@@ -417,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
                 "python": platform.python_version(),
                 "cpus": os.cpu_count() or 1,
                 "platform": platform.platform(),
-                "load_avg": list(os.getloadavg()),
+                "load_avg": list(load_average()),
             },
             "versions": versions,
             "rows": expected.num_rows,
@@ -434,13 +436,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
     markdown = render(args, figures)
     print(markdown)
-    args.output_dir.mkdir(parents=True, exist_ok=True)
-    (args.output_dir / "results-deletion-vectors.md").write_text(markdown, encoding="utf-8")
-    (args.output_dir / "results-deletion-vectors.json").write_text(
-        json.dumps({"args": {k: v for k, v in vars(args).items() if k != "output_dir"}, **figures}, indent=2)
-        + "\n",
-        encoding="utf-8",
-    )
+    payload = {"args": {k: v for k, v in vars(args).items() if k != "output_dir"}, **figures}
+    write_results(args.output_dir, "results-deletion-vectors", markdown, payload)
     return 0
 
 

@@ -30,7 +30,6 @@ import argparse
 import datetime as dt
 import functools
 import importlib.metadata
-import json
 import multiprocessing as mp
 import os
 import platform
@@ -39,7 +38,6 @@ import resource
 import shutil
 import statistics
 import tempfile
-import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -49,6 +47,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from harness import load_average, timed, write_results
 
 SCHEMA = pa.schema(
     [
@@ -102,13 +102,6 @@ def expected_rows(batches: list[pa.Table]) -> pa.Table:
 def check(expected: pa.Table, got: pa.Table, who: str) -> None:
     if not got.sort_by("id").equals(expected.select(got.column_names).sort_by("id")):
         raise AssertionError(f"{who}: the read differs from the expected rows")
-
-
-def timed(run: Callable[[], Any]) -> tuple[float, float, Any]:
-    """Wall and CPU seconds of ``run()``, and its value."""
-    cpu, wall = time.process_time(), time.perf_counter()
-    value = run()
-    return time.perf_counter() - wall, time.process_time() - cpu, value
 
 
 # --- writers ---------------------------------------------------------------------------------------------
@@ -416,9 +409,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
     markdown = render(args, figures)
     print(markdown)
-    args.output_dir.mkdir(parents=True, exist_ok=True)
-    (args.output_dir / "results-pk.md").write_text(markdown, encoding="utf-8")
-    (args.output_dir / "results-pk.json").write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    write_results(args.output_dir, "results-pk", markdown, figures)
     return 0
 
 
@@ -427,7 +418,7 @@ def measure(
 ) -> dict[str, Any]:
     from paimon_core.compact import compact_table
 
-    load_before = os.getloadavg()[0]
+    load_before = load_average()[0]
     writers: dict[str, Any] = {
         "paimon-core": OursWriter(workdir / "defaults", OPTIONS),
         "paimon-core write-only": OursWriter(workdir / "write-only", WRITE_ONLY),
@@ -468,7 +459,7 @@ def measure(
     checked["raw Parquet, defaults files unmerged"] = None
     checked["raw Parquet, write-only files unmerged"] = None
     read_times = read_rounds(reads, checked, args.rounds, args.seed)
-    load_after = os.getloadavg()[0]
+    load_after = load_average()[0]
     if "pypaimon" in writers:
         wall, _, got = timed(writers["pypaimon"].read)
         check(expected, got, "pypaimon")

@@ -14,18 +14,11 @@ Results go to stdout and to ``results.md`` / ``results.json`` in ``--output-dir`
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import importlib.metadata
-import json
-import os
-import platform
-import shutil
 import sys
 import tempfile
-import time
 import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +27,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from harness import best_of, environment, stopwatch, write_results
 
 ZSTD_LEVEL = 1
 # The same file settings for every table: Paimon option keys (paimon-core and pypaimon read the same ones).
@@ -90,27 +85,6 @@ class Result:
         return (
             self.commits_s / self.commit_count if self.commits_s is not None and self.commit_count else None
         )
-
-
-def best_of(repeat: int, run: Callable[[Path], float], workdir: Path) -> float:
-    """Run ``run`` in a fresh directory ``repeat`` times; it returns the seconds it measured."""
-    times = []
-    for i in range(repeat):
-        directory = workdir / f"rep{i}"
-        directory.mkdir()
-        try:
-            times.append(run(directory))
-        finally:
-            shutil.rmtree(directory, ignore_errors=True)
-    return min(times)
-
-
-@contextmanager
-def stopwatch() -> Iterator[list[float]]:
-    out: list[float] = []
-    start = time.perf_counter()
-    yield out
-    out.append(time.perf_counter() - start)
 
 
 def check_read(expected: pa.Table, got: pa.Table | None, who: str) -> None:
@@ -312,16 +286,6 @@ def render_markdown(
     return "\n".join(lines) + "\n"
 
 
-def environment() -> dict[str, str]:
-    return {
-        "date": dt.date.today().isoformat(),
-        "python": platform.python_version(),
-        "pyarrow": pa.__version__,
-        "cpus": str(os.cpu_count()),
-        "platform": platform.platform(terse=True),
-    }
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -367,8 +331,6 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(markdown)
 
-    args.output_dir.mkdir(parents=True, exist_ok=True)
-    (args.output_dir / "results.md").write_text(markdown, encoding="utf-8")
     payload = {
         "environment": env,
         "parameters": {
@@ -386,8 +348,8 @@ def main(argv: list[str] | None = None) -> int:
             "commit_latency_vs_pypaimon": TARGET_COMMIT_RATIO,
         },
     }
-    (args.output_dir / "results.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-    print(f"bench: wrote {args.output_dir / 'results.md'} and {args.output_dir / 'results.json'}")
+    md, js = write_results(args.output_dir, "results", markdown, payload)
+    print(f"bench: wrote {md} and {js}")
     return 1 if any(r.status == "error" for r in results) else 0
 
 

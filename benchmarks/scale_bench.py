@@ -31,7 +31,6 @@ import datetime as dt
 import importlib.metadata
 import json
 import os
-import platform
 import random
 import shutil
 import statistics
@@ -43,6 +42,8 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+
+from harness import environment, load_average, p99, write_results
 
 SCHEMA = pa.schema(
     [
@@ -220,14 +221,6 @@ def run_worker(python: str, job: dict[str, Any]) -> dict[str, Any]:
 # --- one size ------------------------------------------------------------------------------------------------
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * q
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
 def measure_size(args: argparse.Namespace, work: Path, files: int, impls: dict[str, str]) -> dict[str, Any]:
     base = work / f"base-{files}"
     start = time.perf_counter()
@@ -273,11 +266,11 @@ def measure_size(args: argparse.Namespace, work: Path, files: int, impls: dict[s
         single = runs[impl][0]
         figures: dict[str, Any] = {
             "commit_median_s": statistics.median(latencies),
-            "commit_p99_s": percentile(latencies, 0.99),
+            "commit_p99_s": p99(latencies),
             "commit_max_s": max(latencies),
             "commit_mean_s": statistics.fmean(latencies),
             "single_run_median_s": statistics.median(single),
-            "single_run_p99_s": percentile(single, 0.99),
+            "single_run_p99_s": p99(single),
             "commit_latencies_s": latencies,
         }
         for label in ("full", "one"):
@@ -429,11 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"scale: no pypaimon in {args.pypaimon_python}; measuring paimon-core alone", flush=True)
     env = {
-        "date": dt.date.today().isoformat(),
-        "python": platform.python_version(),
-        "pyarrow": pa.__version__,
-        "cpus": str(os.cpu_count()),
-        "platform": platform.platform(terse=True),
+        **environment(),
         "versions": f"paimon-core {importlib.metadata.version('paimon-core')}"
         + (f", pypaimon {pypaimon_version}" if pypaimon_version else ""),
     }
@@ -441,12 +430,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="paimon-scale-", dir=args.workdir) as tmp:
         for files in sizes:
             results.append(measure_size(args, Path(tmp), files, impls))
-    env["load"] = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    env["load"] = ", ".join(f"{x:.1f}" for x in load_average())
     markdown = render(args, env, results)
     print()
     print(markdown)
-    args.output_dir.mkdir(parents=True, exist_ok=True)
-    (args.output_dir / "results-scale.md").write_text(markdown, encoding="utf-8")
     payload = {
         "environment": env,
         "parameters": {
@@ -459,9 +446,7 @@ def main(argv: list[str] | None = None) -> int:
         "results": results,
         "summary": {str(r["files"]): summarize(r) for r in results},
     }
-    (args.output_dir / "results-scale.json").write_text(
-        json.dumps(payload, indent=2) + "\n", encoding="utf-8"
-    )
+    write_results(args.output_dir, "results-scale", markdown, payload)
     return 0
 
 

@@ -49,6 +49,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from harness import load_average, write_results
+
 SCHEMA = pa.schema(
     [
         pa.field("id", pa.int64(), nullable=False),
@@ -375,17 +377,15 @@ def main(argv: list[str] | None = None) -> int:
         "python": platform.python_version(),
         "cpus": os.cpu_count() or 1,
         "platform": platform.platform(),
-        "load_avg": list(os.getloadavg()),
+        "load_avg": list(load_average()),
     }
     figures["args"] = {
         k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "child"
     }
     text = render(args, figures)
     print(text)
-    args.output_dir.mkdir(parents=True, exist_ok=True)
     name = "results-selective-read-full" if args.full else "results-selective-read"
-    (args.output_dir / f"{name}.md").write_text(text)
-    (args.output_dir / f"{name}.json").write_text(json.dumps(figures, indent=2) + "\n")
+    write_results(args.output_dir, name, text, figures)
     return 0
 
 

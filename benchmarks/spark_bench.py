@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import platform
 import shutil
@@ -36,6 +35,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from harness import load_average, write_results
 
 WRITE_TARGET = 0.9
 READ_TARGET = 0.75
@@ -223,19 +224,17 @@ def main() -> None:
                 ),
             ),
         }
-        reads = {
+        reads: dict[str, Callable[[int], Any]] = {
             "parquet": lambda i: spark.read.parquet(location("pq", 0)),
             "raw": lambda i: spark.read.format(RAW_SOURCE).load(location("raw", 0)),
             "paimon": lambda i: spark.read.format("paimon").option("warehouse", warehouse).load("bench.t0"),
         }
         write_s = interleaved_best(args.repeat, writes)
-        read_s = interleaved_best(
-            args.repeat,
-            {
-                k: (lambda i, load=load: load(i).write.format("noop").mode("overwrite").save())
-                for k, load in reads.items()
-            },
-        )
+
+        def noop_write(load: Callable[[int], Any]) -> Callable[[int], None]:
+            return lambda i: load(i).write.format("noop").mode("overwrite").save()
+
+        read_s = interleaved_best(args.repeat, {k: noop_write(load) for k, load in reads.items()})
         for name, load in reads.items():
             count = load(0).count()
             assert count == args.rows, f"{name} holds {count} rows, expected {args.rows}"
@@ -251,7 +250,7 @@ def main() -> None:
     # Ratios of throughput (x / Spark's Parquet): > 1 means faster than Spark's Parquet.
     write_ratio = {k: write_s["parquet"] / v for k, v in write_s.items()}
     read_ratio = {k: read_s["parquet"] / v for k, v in read_s.items()}
-    load_avg = os.getloadavg()
+    load_avg = load_average()
     payload = {
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": {
@@ -327,11 +326,7 @@ def main() -> None:
     ]
     text = "\n".join(lines)
     print(text)
-    args.output_dir.mkdir(parents=True, exist_ok=True)
-    (args.output_dir / "results-spark.md").write_text(text, encoding="utf-8")
-    (args.output_dir / "results-spark.json").write_text(
-        json.dumps(payload, indent=2) + "\n", encoding="utf-8"
-    )
+    write_results(args.output_dir, "results-spark", text, payload)
 
 
 if __name__ == "__main__":

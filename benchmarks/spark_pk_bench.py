@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import hashlib
-import json
 import math
 import os
 import platform
@@ -49,6 +48,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from harness import load_average, write_results
 
 ZSTD_LEVEL = "3"
 BUCKETS = 8
@@ -305,18 +306,25 @@ def measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
             assert got == expected_sum, f"{name}: checksum {got}, expected {expected_sum}"
         print(f"checked: {expected.num_rows:,} merged rows, every column, in all three ways", flush=True)
 
-        write_rounds = interleaved_rounds(args.repeat, {k: (lambda i, a=a: a(i)) for k, a in writes.items()})
+        write_rounds = interleaved_rounds(args.repeat, dict(writes))
         for i in range(args.repeat):
             for name, load in readers(i).items():
                 got = spark_checksum(load())
                 assert got == expected_sum, f"{name} round {i}: checksum {got}, expected {expected_sum}"
 
         warm = readers(-1)
+
+        def count_of(load: Callable[[], Any]) -> Callable[[int], Any]:
+            return lambda i: load().count()
+
+        def checksum_of(load: Callable[[], Any]) -> Callable[[int], Any]:
+            return lambda i: spark_checksum(load())
+
         reads: dict[str, Callable[[int], Any]] = {}
         for name, load in warm.items():
-            reads[f"count {name}"] = lambda i, load=load: load().count()
+            reads[f"count {name}"] = count_of(load)
         for name, load in warm.items():
-            reads[f"sum {name}"] = lambda i, load=load: spark_checksum(load())
+            reads[f"sum {name}"] = checksum_of(load)
         read_rounds = interleaved_rounds(args.repeat, reads)
         return {
             "update_rows": update_rows,
@@ -345,7 +353,7 @@ def report(args: argparse.Namespace, figures: dict[str, Any]) -> tuple[str, dict
     read_ratio = {
         op: {k: read_s[f"{op} parquet"] / read_s[f"{op} {k}"] for k in READ_WAYS} for op in ("count", "sum")
     }
-    load_avg = os.getloadavg()
+    load_avg = load_average()
     payload = {
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": {
@@ -470,7 +478,7 @@ def main() -> None:
     if not 0 < args.update_fraction <= 1:
         parser.error("--update-fraction must be in (0, 1]")
 
-    start_load = [round(x, 2) for x in os.getloadavg()]
+    start_load = [round(x, 2) for x in load_average()]
     root = Path(tempfile.mkdtemp(prefix="paimon-spark-pk-bench-"))
     try:
         figures = measure(args, root)
@@ -479,11 +487,7 @@ def main() -> None:
     figures["loadavg_at_start"] = start_load
     text, payload = report(args, figures)
     print(text)
-    args.output_dir.mkdir(parents=True, exist_ok=True)
-    (args.output_dir / "results-spark-pk.md").write_text(text, encoding="utf-8")
-    (args.output_dir / "results-spark-pk.json").write_text(
-        json.dumps(payload, indent=2) + "\n", encoding="utf-8"
-    )
+    write_results(args.output_dir, "results-spark-pk", text, payload)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,8 @@ from paimon_core import Catalog
 from paimon_storage.emulators import AzuriteEmulator, GcsEmulator, S3Emulator
 from paimon_storage.workload import check_table, create_table, rows, run_workload
 
+from harness import load_average
+
 BUCKET = "paimon-bench"
 EMULATORS = {"s3": (S3Emulator, "s3"), "gcs": (GcsEmulator, "gs"), "azure": (AzuriteEmulator, "abfs")}
 TABLE_OPTIONS = {"file.compression": "zstd", "file.compression.zstd-level": "1"}
@@ -171,7 +173,7 @@ def main() -> None:
     parser.add_argument("--writer-commits", type=int, default=5)
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results-storage.md")
     args = parser.parse_args()
-    args.load = os.getloadavg()[0]  # other work on the machine skews every figure: say how busy it was
+    args.load = load_average()[0]  # other work on the machine skews every figure: say how busy it was
     os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
     results = []
     for backend in args.backends.split(","):

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import importlib.metadata
 import json
 import os
@@ -45,7 +46,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
+
+from harness import load_average, timed, write_results
 
 # benchmarks/run.py, next to this script: the same value columns and file settings as the append benchmark
 from run import SCHEMA as VALUES
@@ -184,9 +186,7 @@ def time_rounds(
         for shape, name in order:
             directory = Path(tempfile.mkdtemp(dir=workdir))
             try:
-                cpu, wall = time.process_time(), time.perf_counter()
-                WRITERS[name](inputs[shape], directory, {})
-                wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                wall, cpu, _ = timed(functools.partial(WRITERS[name], inputs[shape], directory, {}))
                 if round_ == 0 and (written := rows_written(name, directory)) != data.num_rows:
                     raise AssertionError(f"{name} wrote {written} rows of {data.num_rows} ({shape})")
             finally:
@@ -280,7 +280,7 @@ def _versions(names: Iterable[str]) -> dict[str, str]:
     return {n: importlib.metadata.version(dist[n]) for n in names}
 
 
-def write_results(
+def report(
     output: Path,
     args: argparse.Namespace,
     names: list[str],
@@ -331,7 +331,6 @@ def write_results(
         "- Wall times on a shared 2-core machine move from run to run; each figure's min-max is in the JSON.",
     ]
     text = "\n".join(lines) + "\n"
-    (output / "results-write.md").write_text(text)
     payload = {
         "date": today,
         "rows": args.rows,
@@ -348,7 +347,7 @@ def write_results(
         "time": summary,
         "memory": memory,
     }
-    (output / "results-write.json").write_text(json.dumps(payload, indent=2) + "\n")
+    write_results(output, "results-write", text, payload)
     print(text)
 
 
@@ -375,13 +374,12 @@ def main() -> None:
     except ImportError:
         print("pypaimon is not installed: measuring pyarrow.dataset and paimon-core only")
     data = make_data(args.rows, args.partitions)
-    load = [os.getloadavg()[0]]
+    load = [load_average()[0]]
     with tempfile.TemporaryDirectory(prefix="write-bench-") as work:
         times = time_rounds(data, names, args.partitions, args.rounds, Path(work), args.seed)
-        load.append(os.getloadavg()[0])
+        load.append(load_average()[0])
         memory = measure_memory(data, names, args.partitions, args.small_buffer, Path(work))
-    args.output_dir.mkdir(parents=True, exist_ok=True)
-    write_results(args.output_dir, args, names, summarize(times), memory, load)
+    report(args.output_dir, args, names, summarize(times), memory, load)
 
 
 if __name__ == "__main__":

@@ -315,8 +315,13 @@ def data_files_by_id(warehouse: str, identifier: str) -> dict[int, str]:
 
 
 def read_avro(path: Path) -> list[dict[str, Any]]:
+    """The records of a manifest file or manifest list (Avro records, read as dicts)."""
+    records = []
     with path.open("rb") as f:
-        return list(fastavro.reader(f))
+        for record in fastavro.reader(f):
+            assert isinstance(record, dict)
+            records.append(record)
+    return records
 
 
 def snapshot_entries(warehouse: str, identifier: str, snapshot_id: int) -> list[dict[str, Any]]:

@@ -248,7 +248,8 @@ class JavaPaimon:
         if mode not in ("HASH_FIXED", "HASH_DYNAMIC"):
             raise ValueError(f"{name}: bucket mode {mode} is not supported by this helper")
         with self._batch_commit(table) as write:
-            assigner = extractor = None
+            assigner: Any = None
+            extractor: Any = None
             if mode == "HASH_DYNAMIC":
                 target_rows = int(table.options().getOrDefault("dynamic-bucket.target-row-num", "2000000"))
                 index_handler = table.store().newIndexFileHandler()
@@ -442,11 +443,13 @@ def spark() -> Iterator[Any]:
     )
     try:
         session.sparkContext.setLogLevel("ERROR")
+        jvm = session._jvm
+        assert jvm is not None, "a classic SparkSession has a JVM gateway"
         # Fails here, not in every test, when the jar did not reach the driver's classpath.
-        session._jvm.java.lang.Class.forName(
+        jvm.java.lang.Class.forName(
             "org.apache.paimon.catalog.CatalogFactory",
             True,
-            session._jvm.Thread.currentThread().getContextClassLoader(),
+            jvm.Thread.currentThread().getContextClassLoader(),
         )
         yield session
     finally:

@@ -43,7 +43,7 @@ from paimon_core.manifest import (
     ManifestNamer,
     write_index_manifest,
 )
-from paimon_core.table import Table
+from paimon_core.table import KeyValueTableWrite, Table
 
 pytestmark = pytest.mark.java_interop
 
@@ -156,7 +156,7 @@ def test_we_read_the_deletion_vectors_java_writes(ours: Catalog, java: Any) -> N
     assert snapshot is not None and snapshot.index_manifest
     data = table.storage.read_bytes(table.manifest_path(snapshot.index_manifest))
     schema = fastavro.reader(io.BytesIO(data)).writer_schema
-    assert schema is not None
+    assert isinstance(schema, dict)
     (ranges,) = [f for f in schema["fields"] if "VECTORS_RANGES" in f["name"]]
     assert ranges["name"] == "_DELETIONS_VECTORS_RANGES"
     element = ranges["type"][1]["items"][1]
@@ -224,6 +224,7 @@ def _our_write(ours: Catalog, rows: list[Row], kinds: list[str]) -> None:
     upserts = [dict(zip(names, r, strict=True)) for r, k in zip(rows, kinds, strict=True) if k == "+I"]
     deletes = [{"dt": r[0], "id": r[1]} for r, k in zip(rows, kinds, strict=True) if k == "-D"]
     writer = table.new_write()
+    assert isinstance(writer, KeyValueTableWrite)
     writer.write(pa.Table.from_pylist(upserts, schema=schema))
     if deletes:
         writer.delete(

@@ -82,6 +82,7 @@ def test_java_reads_and_merges_our_merged_manifests(ours: Catalog, java: Any) ->
     for step in range(60):
         table.append(_rows(step))
     snapshot = table.latest_snapshot()
+    assert snapshot is not None
     base = read_manifest_list(table.storage, table.manifest_path(snapshot.base_manifest_list))
     assert len(base) < 30  # merges happened
     _assert_same_reads(ours, java, "after our commits")

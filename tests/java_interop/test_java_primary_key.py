@@ -137,7 +137,7 @@ def _ours(catalog: Catalog, where: tuple[str, str, Any] | None = None, name: str
 
 def _assert_same_reads(ours: Catalog, java: Any, stage: str) -> list[Row]:
     """Our read equals Java's, whole and filtered; returns Java's whole read."""
-    expected = java.read(NAME)
+    expected: list[Row] = java.read(NAME)
     assert _ours(ours) == expected, f"{stage}: our read differs from Java's"
     for where in WHERES:
         assert _ours(ours, where) == java.read(NAME, where), f"{stage}: filter {where} differs from Java's"

@@ -56,7 +56,7 @@ def events(start: int, count: int, days: int = 3) -> pa.Table:
 
 
 def sorted_rows(table: pa.Table, key: str = "id") -> list[dict[str, object]]:
-    return sorted(table.to_pylist(), key=lambda r: r[key])  # type: ignore[no-any-return]
+    return sorted(table.to_pylist(), key=lambda r: r[key])
 
 
 class Data:

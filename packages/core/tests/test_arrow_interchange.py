@@ -76,7 +76,9 @@ def test_tables_and_scans_export_arrow(catalog: Catalog) -> None:
     scan = table.scan(filter=[("name", "=", "b")])
     assert sorted(pa.table(scan).column("id").to_pylist()) == [2, 3]
     orders = table  # noqa: F841 (duckdb finds Arrow-exporting Python variables by name)
-    assert duckdb.sql("SELECT sum(id) FROM orders").fetchall() == [(6,)]
+    relation = duckdb.sql("SELECT sum(id) FROM orders")
+    assert relation is not None
+    assert relation.fetchall() == [(6,)]
     assert sorted(table.to_polars(filter=[("id", ">", 1)]).get_column("id").to_list()) == [2, 3]
     connection = duckdb.connect()
     assert table.to_duckdb(connection=connection).aggregate("max(id)").fetchall() == [(3,)]

@@ -22,7 +22,7 @@ from paimon_core import Catalog
 from paimon_core.compact import compact_table
 from paimon_core.errors import ConfigError
 from paimon_core.snapshot import CommitKind
-from paimon_core.table import Table
+from paimon_core.table import KeyValueTableWrite, Table
 
 SCHEMA = pa.schema([pa.field("k", pa.int32(), nullable=False), pa.field("v", pa.int64())])
 _names = itertools.count()
@@ -40,6 +40,7 @@ def _table(root: Path, producer: str, **options: str) -> Table:
 def _commit(table: Table, ops: list[Op]) -> None:
     rows = [{"k": k, "v": v, "rowkind": "+I" if kind == "put" else "-D"} for kind, k, v in ops]
     writer = table.new_write()
+    assert isinstance(writer, KeyValueTableWrite)
     # each op as its own write: records keep their order of arrival
     for row in rows:
         data = pa.table({"k": [row["k"]], "v": [row["v"]]}, schema=SCHEMA)

@@ -50,11 +50,11 @@ def _drop_commit_progress(table: Table) -> None:
         table.storage.write_bytes(sm.snapshot_path(snapshot_id), bare.to_json().encode(), overwrite=True)
 
 
-def _pause_publish(handle: Table, meanwhile: Callable[[], None]) -> None:
+def _pause_publish(handle: Table, meanwhile: Callable[[], object]) -> None:
     """Run ``meanwhile`` once, right before ``handle`` publishes its next snapshot (a stalled committer)."""
     manager = handle.snapshot_manager
     real = manager.try_publish
-    fired = []
+    fired: list[bool] = []
 
     def paused(snapshot: Any) -> bool:
         if not fired:
@@ -308,7 +308,7 @@ def _publish_then_time_out(handle: Table, meanwhile: Callable[[], None]) -> None
     """``handle``'s next publish lands, then ``meanwhile`` runs and the publish raises a timeout."""
     manager = handle.snapshot_manager
     real = manager.try_publish
-    fired = []
+    fired: list[bool] = []
 
     def timing_out(snapshot: Any) -> bool:
         landed = real(snapshot)

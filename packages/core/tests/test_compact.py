@@ -120,9 +120,12 @@ def test_partition_filter_compacts_only_chosen_partitions(catalog: Catalog) -> N
     table = table_of(catalog)
     for start in range(0, 1200, 100):
         table.append(rows(start, 100, keys=["a", "b", "c"]))
-    per_partition = lambda: {  # noqa: E731
-        table.partition_values(p)["k"]: n for p, n in _count_by_partition(table.live_entries()).items()
-    }
+
+    def per_partition() -> dict[str, int]:
+        return {
+            table.partition_values(p)["k"]: n for p, n in _count_by_partition(table.live_entries()).items()
+        }
+
     assert per_partition() == {"a": 12, "b": 12, "c": 12}
     compact_table(table, partitions="k=a;k=c", progress=False)
     counts = per_partition()
@@ -346,11 +349,11 @@ def test_compaction_tasks_share_their_reading_threads(
     for start in range(0, 600, 100):
         table.append(rows(start, 100))
     started: list[str] = []
-    start = threading.Thread.start
+    real_start = threading.Thread.start
 
     def counted(thread: threading.Thread) -> None:
         started.append(thread.name)
-        start(thread)
+        real_start(thread)
 
     monkeypatch.setattr(threading.Thread, "start", counted)
     compact_table(table, progress=False, parallelism=2)
@@ -503,8 +506,8 @@ def test_a_failed_precommit_rewrite_leaves_the_given_messages_valid(
     messages = write_tasks(table)
     before = on_disk(table)
     from paimon_core.compact import _inline
+    from paimon_core.compact._task import rewrite_files as real
 
-    real = _inline.rewrite_files
     done: list[int] = []
 
     def failing_second(*args: Any, **kwargs: Any) -> Any:

@@ -27,7 +27,7 @@ from paimon_core.errors import CommitConflictError, ConfigError
 from paimon_core.manifest import DELETION_VECTORS_INDEX
 from paimon_core.snapshot import CommitKind
 from paimon_core.storage import join_path
-from paimon_core.table import CommitMessage, Table
+from paimon_core.table import CommitMessage, KeyValueTableWrite, Table
 from paimon_core.table.mergetree import MergeTreeCompactTask
 
 SCHEMA = pa.schema(
@@ -66,6 +66,7 @@ def _put_row(engine: str, key: int, value: int) -> Row:
 def _write(table: Table, engine: str, ops: list[Op], batch: int) -> None:
     """One commit; every ``batch`` ops a separate write, so small buffers flush several level-0 files."""
     writer = table.new_write()
+    assert isinstance(writer, KeyValueTableWrite)
     for start in range(0, len(ops), batch):
         for kind, key, value in ops[start : start + batch]:
             if kind == "put":
@@ -84,7 +85,7 @@ def _read(table: Table) -> dict[int, Row]:
 def _deletion_vectors(table: Table) -> dict[tuple[bytes, int], dict[str, Any]]:
     """(partition, bucket) → data file → its deletion vector, of the latest snapshot."""
     found: dict[tuple[bytes, int], dict[str, Any]] = {}
-    slots = Counter()
+    slots: Counter[tuple[bytes, int]] = Counter()
     for entry in table.index_entries():
         if entry.file.index_type == DELETION_VECTORS_INDEX:
             slots[(entry.partition, entry.bucket)] += 1
@@ -336,7 +337,9 @@ def test_dynamic_bucket_partitioned_table_keeps_both_index_kinds(tmp_path: Path)
     model: dict[tuple[str, int], int] = {}
     for round_ in range(6):
         keys = list(range(round_ * 10, round_ * 10 + 40))
-        rows = [{"dt": dt, "k": k, "a": round_, "b": round_} for dt in ("x", "y") for k in keys]
+        rows: list[dict[str, Any]] = [
+            {"dt": dt, "k": k, "a": round_, "b": round_} for dt in ("x", "y") for k in keys
+        ]
         table.append(pa.Table.from_pylist(rows, schema=schema))
         model.update({(r["dt"], r["k"]): round_ for r in rows})
         got = {(r["dt"], r["k"]): r["a"] for r in table.to_arrow().to_pylist()}

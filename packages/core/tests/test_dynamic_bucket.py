@@ -17,7 +17,7 @@ from paimon_core.bucket import hash_row
 from paimon_core.compact import compact_table
 from paimon_core.maintenance import expire_snapshots, remove_orphan_files
 from paimon_core.manifest import HASH_INDEX
-from paimon_core.table import Table
+from paimon_core.table import KeyValueTableRead, Table
 from paimon_core.table.mergetree._dynamic_bucket import PartitionIndex, read_hash_index
 from paimon_core.types import BigIntType
 
@@ -43,7 +43,9 @@ def _bucket_keys(table: Table) -> dict[tuple[str, int], set[int]]:
     found: dict[tuple[str, int], set[int]] = {}
     for split in table.scan().plan():
         dt = table.partition_values(split.partition)["dt"]
-        ids = table.new_read().read_split(split).column("id").to_pylist()
+        read = table.new_read()
+        assert isinstance(read, KeyValueTableRead)
+        ids = read.read_split(split).column("id").to_pylist()
         found.setdefault((dt, split.bucket), set()).update(ids)
     return found
 
@@ -141,7 +143,8 @@ def test_a_bucket_that_gains_keys_gets_a_new_index_file(catalog: Catalog) -> Non
     first = table.index_entries()
     _upsert(table, "d1", [1, 2], "b")  # updates only: the index is unchanged
     assert table.index_entries() == first
-    assert table.latest_snapshot().index_manifest == table.snapshot_manager.snapshot(1).index_manifest
+    latest = table.latest_snapshot()
+    assert latest is not None and latest.index_manifest == table.snapshot_manager.snapshot(1).index_manifest
     _upsert(table, "d1", [3], "c")
     (entry,) = table.index_entries()
     assert entry.file.file_name != first[0].file.file_name
@@ -187,7 +190,8 @@ def test_compaction_keeps_keys_in_their_buckets(catalog: Catalog) -> None:
         _upsert(table, "d1", [1, 2, 3], f"r{round_}")
     before = _bucket_keys(table)
     compact_table(table)
-    assert table.latest_snapshot().commit_kind.value == "COMPACT"
+    latest = table.latest_snapshot()
+    assert latest is not None and latest.commit_kind.value == "COMPACT"
     assert _bucket_keys(table) == before
     assert _rows(table) == [("d1", i, "r2") for i in (1, 2, 3)]
     _upsert(table, "d1", [3, 4], "n")  # 3 stays in bucket 1, 4 joins it (2 keys per bucket)
@@ -203,7 +207,9 @@ def test_expiration_and_orphan_cleanup_keep_exactly_the_live_index(catalog: Cata
     expire_snapshots(table, retain_max=1, retain_min=1)
     live = {e.file.file_name for e in table.index_entries()}
     assert {i.name for i in table.storage.list_dir(index_dir)} == live
-    assert table.storage.exists(table.manifest_path(table.latest_snapshot().index_manifest))
+    latest = table.latest_snapshot()
+    assert latest is not None and latest.index_manifest is not None
+    assert table.storage.exists(table.manifest_path(latest.index_manifest))
     stray = table.index_path("index-stray-0")
     table.storage.write_bytes(stray, b"\0\0\0\1")
     later = int(time.time() * 1000) + 60_000

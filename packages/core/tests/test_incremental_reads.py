@@ -8,6 +8,7 @@ against a model of the table's states, the ways a range is given, and a missing 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from paimon_core import Catalog
 from paimon_core.compact import compact_table
 from paimon_core.errors import ConfigError, DataFileError, SnapshotExpiredError
 from paimon_core.maintenance import create_tag
-from paimon_core.table import AuditLogTable, Table
+from paimon_core.table import AuditLogTable, KeyValueTableWrite, Table
 
 SCHEMA = pa.schema([pa.field("k", pa.int32(), nullable=False), pa.field("v", pa.string())])
 _names = itertools.count()
@@ -105,6 +106,7 @@ histories = st.lists(
 
 def _commit(table: Table, ops: list[Op]) -> None:
     write = table.new_write()
+    assert isinstance(write, KeyValueTableWrite)
     for kind, key, value in ops:
         data = pa.table({"k": [key], "v": [value]}, schema=SCHEMA)
         if kind == "put":
@@ -234,7 +236,7 @@ def test_a_missing_changelog_file_of_a_live_snapshot_is_a_data_file_error(tmp_pa
     _put(table, {3: "c"})
     table.storage.delete(_changelog_path(table, 2))
     from_first = table.copy({"scan.mode": "from-snapshot", "scan.snapshot-id": "1"})
-    reads = {
+    reads: dict[str, Callable[[], object]] = {
         "stream": lambda: list(from_first.stream(follow=False)),
         "incremental read": lambda: table.copy({"incremental-between": "1,3"}).to_arrow(),
         "audit log": lambda: AuditLogTable(table.copy({"incremental-between": "0,3"})).to_arrow(),

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from paimon_core import Catalog
+from paimon_core.manifest import read_manifest_file
 from paimon_core.manifest._cache import manifest_cache
 from paimon_core.table import _scan
 
@@ -15,7 +16,7 @@ from paimon_core.table import _scan
 @pytest.fixture
 def decoded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     names: list[str] = []
-    real = _scan.read_manifest_file
+    real = read_manifest_file
 
     def counting(storage: Any, path: str) -> Any:
         names.append(path)

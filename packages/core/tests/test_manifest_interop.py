@@ -122,7 +122,9 @@ def test_reads_pypaimon_metadata(tmp_path: Path) -> None:
         assert stats["dt"] == (dt, dt, 0)
         low, high, nulls = stats["id"]
         assert 1 <= low <= high <= 6 and nulls == 0
-        name_nulls += stats["name"][2]
+        name_null_count = stats["name"][2]
+        assert name_null_count is not None
+        name_nulls += name_null_count
     assert name_nulls == 1
     assert sum(e.file.row_count for e in entries) == 6
 

@@ -244,7 +244,7 @@ def test_moved_entries_are_neither_decoded_nor_encoded(
         for j in range(3)
     ]
     decoded, encoded = [0], [0]
-    real_decode, real_encode = _avro._record_to_entry, _raw.entry_to_record
+    real_decode, real_encode = _avro._record_to_entry, entry_to_record
 
     def decode(record: dict[str, Any]) -> ManifestEntry:
         decoded[0] += 1

@@ -685,7 +685,7 @@ def _written(values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-_op = st.one_of(
+_op: st.SearchStrategy[tuple[str, list[Any]]] = st.one_of(
     st.tuples(
         st.just("upsert"),
         st.lists(st.tuples(st.integers(0, 3), _values.map(_written)), min_size=1, max_size=5),

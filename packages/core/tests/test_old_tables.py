@@ -49,9 +49,18 @@ def _old_list_schema() -> dict[str, Any]:
     return schema
 
 
-def _rewrite_avro(path: Path, schema: dict[str, Any], drop: set[str], nested: str | None = None) -> int:
+def _read_records(path: Path) -> list[dict[str, Any]]:
+    """The records of an Avro file whose schema is a record (as every manifest's is)."""
+    records = []
     with path.open("rb") as f:
-        records = list(fastavro.reader(f))
+        for record in fastavro.reader(f):
+            assert isinstance(record, dict)
+            records.append(record)
+    return records
+
+
+def _rewrite_avro(path: Path, schema: dict[str, Any], drop: set[str], nested: str | None = None) -> int:
+    records = _read_records(path)
     for record in records:
         target = record[nested] if nested else record
         for name in drop:
@@ -71,8 +80,7 @@ def downgrade_to_old_format(table_dir: Path) -> None:
                 manifest, _old_entry_schema(), NEW_FILE_FIELDS, nested="_FILE"
             )
     for manifest_list in manifest_dir.glob("manifest-list-*"):
-        with manifest_list.open("rb") as f:
-            records = list(fastavro.reader(f))
+        records = _read_records(manifest_list)
         for record in records:
             record["_FILE_SIZE"] = sizes[record["_FILE_NAME"]]
             for name in NEW_LIST_FIELDS:

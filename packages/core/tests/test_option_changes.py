@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,13 +65,13 @@ def _rows(keys: list[int], version: str = "a", dt: str = "d1") -> pa.Table:
     )
 
 
-def _kv(catalog: Catalog, buckets: int = 2, **options: str) -> Any:
+def _kv(catalog: Catalog, **options: str) -> Any:
     return catalog.create_table(
         "db.kv",
         SCHEMA,
         partition_keys=["dt"],
         primary_keys=["dt", "k"],
-        options={"bucket": str(buckets), **options},
+        options={"bucket": "2", **options},
     )
 
 
@@ -84,10 +85,10 @@ def test_a_dynamic_option_never_reshapes_the_table(catalog: Catalog, key: str) -
     table = _kv(catalog)
     table.append(_rows([1, 2, 3]))
     value = OTHER_VALUE[key]
-    doors = [
+    doors: list[Callable[[], object]] = [
         lambda: catalog.get_table("db.kv", **{key: value}),
         lambda: table.copy({key: value}),
-        lambda: open_table(table.path, **{key: value}),
+        lambda: open_table(table.path, None, **{key: value}),
         lambda: catalog.get_table("db.kv$files", **{key: value}),
     ]
     for door in doors:
@@ -167,7 +168,7 @@ def test_a_rescale_moves_every_key_to_its_new_bucket(
 ) -> None:
     catalog = Catalog.open(str(tmp_path_factory.mktemp("wh")), create=True)
     catalog.create_database("db")
-    table = _kv(catalog, before)
+    table = _kv(catalog, bucket=str(before))
     model: dict[tuple[str, int], str] = {}
     for number, (dt, keys) in enumerate(history):
         table.append(_rows(keys, f"v{number}-", dt))

@@ -15,7 +15,7 @@ from paimon_core.binary_row import deserialize_row
 from paimon_core.compact import CompactJob, compact_table
 from paimon_core.errors import MergeError
 from paimon_core.schema_change import SchemaChange
-from paimon_core.table import Table
+from paimon_core.table import KeyValueTableWrite, Table
 from paimon_core.types import BigIntType
 
 SCHEMA = pa.schema(
@@ -299,7 +299,7 @@ _rows_strategy = st.lists(
     min_size=1,
     max_size=6,
 )
-_op = st.one_of(
+_op: st.SearchStrategy[tuple[str, list[Any]]] = st.one_of(
     st.tuples(st.just("upsert"), _rows_strategy),
     st.tuples(st.just("delete"), _rows_strategy),
     st.tuples(st.just("compact"), st.just([])),
@@ -392,6 +392,7 @@ def test_first_row_refuses_retractions_at_every_writer_unless_told_to_ignore_the
                 table.append(_data(rows))
             else:
                 writer = table.new_write()
+                assert isinstance(writer, KeyValueTableWrite)
                 for row in rows:
                     writer.write(_data([row]), kind={"+I": 0, "+U": 2, "-U": 1, "-D": 3}[row[2]])
                 table.new_commit().commit(writer.prepare_commit())
@@ -416,7 +417,8 @@ def test_first_row_compaction_refuses_a_stored_retraction(catalog: Catalog, held
     table.append(_data([("d1", 1, "a", 1)]))
     compact_table(table)
     writer = table.new_write()
-    writer._refuse_retractions = False  # type: ignore[attr-defined]  # stands for such a writer
+    assert isinstance(writer, KeyValueTableWrite)
+    writer._refuse_retractions = False  # stands for such a writer
     writer.delete(_data([("d1", 1 if held else 2, None, None)]))
     table.new_commit().commit(writer.prepare_commit())
     writer.close()

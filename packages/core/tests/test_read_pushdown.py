@@ -204,9 +204,13 @@ class CountingInput(io.BytesIO):
 def memory_catalog(monkeypatch: pytest.MonkeyPatch) -> Iterator[Catalog]:
     root = f"memory://pushdown-{uuid.uuid4().hex}"
     original = MemoryBackend.open_input
-    monkeypatch.setattr(
-        MemoryBackend, "open_input", lambda self, path: CountingInput(original(self, path).getvalue())
-    )
+
+    def counting_input(self: MemoryBackend, path: str) -> CountingInput:
+        opened = original(self, path)
+        assert isinstance(opened, io.BytesIO)
+        return CountingInput(opened.getvalue())
+
+    monkeypatch.setattr(MemoryBackend, "open_input", counting_input)
     catalog = Catalog.open(root, create=True)
     catalog.create_database("db")
     yield catalog

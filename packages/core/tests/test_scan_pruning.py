@@ -17,6 +17,7 @@ from paimon_core.compact import TableCoordinator
 from paimon_core.manifest import ManifestEntry, _avro
 from paimon_core.manifest._cache import manifest_cache
 from paimon_core.predicate import Predicate, parse_filter
+from paimon_core.stats import decode_stats
 from paimon_core.table import StreamScan, TableScan, _scan
 
 SCHEMA = pa.schema([("dt", pa.string()), ("hr", pa.int32()), ("id", pa.int64()), ("name", pa.string())])
@@ -66,7 +67,7 @@ def decoded(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[ManifestEntry]]:
 def stats_decoded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, frozenset[str] | None]]:
     """(file name, columns asked for) of every value-statistics decode of the planner."""
     calls: list[tuple[str, frozenset[str] | None]] = []
-    real = _scan.decode_stats
+    real = decode_stats
 
     def counting(stats: Any, cols: Any, fields: Any, write_cols: Any = None, columns: Any = None) -> Any:
         calls.append(("?", None if columns is None else frozenset(columns)))

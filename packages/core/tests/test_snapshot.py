@@ -369,7 +369,7 @@ class _FailingHints:
 
 def test_hint_failures_do_not_fail_the_publish(storage: StorageBackend, table_path: str) -> None:
     failing = _FailingHints(storage)
-    sm = SnapshotManager(failing, table_path)  # type: ignore[arg-type]
+    sm = SnapshotManager(failing, table_path)
     assert sm.try_publish(make_snapshot(1))
     sm.advance_latest_hint(1)
     assert failing.hint_attempts == 3
@@ -390,7 +390,7 @@ class _AmbiguousCreate:
 
 
 def test_publish_propagates_unknown_outcomes(storage: StorageBackend, table_path: str) -> None:
-    sm = SnapshotManager(_AmbiguousCreate(storage), table_path)  # type: ignore[arg-type]
+    sm = SnapshotManager(_AmbiguousCreate(storage), table_path)
     with pytest.raises(TimeoutError):
         sm.try_publish(make_snapshot(1))
     # The committer, not the manager, finds out that it landed.

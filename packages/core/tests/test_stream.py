@@ -9,6 +9,7 @@ import pytest
 from paimon_core import Catalog, Consumer, ConsumerManager, StreamPosition, StreamScan
 from paimon_core.errors import ConfigError, SnapshotNotFoundError, TagNotFoundError
 from paimon_core.maintenance import create_tag
+from paimon_core.manifest import DataFileMeta
 from paimon_core.table import Table, plan_batch
 
 
@@ -26,7 +27,7 @@ def compact(table: Table) -> None:
     writer = table.new_write()
     writer.write(data)
     new = writer.prepare_commit()
-    old = {}
+    old: dict[tuple[bytes, int], list[DataFileMeta]] = {}
     for e in table.live_entries():
         old.setdefault((e.partition, e.bucket), []).append(e.file)
     from paimon_core.table import CommitMessage

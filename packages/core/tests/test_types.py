@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -255,10 +256,18 @@ def test_copy_changes_only_nullability() -> None:
 
 # --- hypothesis: print/parse round trip ---------------------------------------------------------------------
 
+_WITHOUT_PARAMETERS: list[Callable[[], DataType]] = [
+    BooleanType,
+    TinyIntType,
+    SmallIntType,
+    IntType,
+    BigIntType,
+    FloatType,
+    DoubleType,
+    DateType,
+]
 atomic_types = st.one_of(
-    st.sampled_from(
-        [BooleanType, TinyIntType, SmallIntType, IntType, BigIntType, FloatType, DoubleType, DateType]
-    ).map(lambda cls: cls()),
+    st.sampled_from(_WITHOUT_PARAMETERS).map(lambda make: make()),
     st.builds(lambda p, s: DecimalType(p, min(s, p)), st.integers(1, 38), st.integers(0, 38)),
     st.builds(CharType, st.integers(1, MAX_LENGTH)),
     st.builds(VarCharType, st.integers(1, MAX_LENGTH)),

@@ -16,7 +16,8 @@ SPARK_TESTS = Path(__file__).parent
 # how long the Connect server keeps an execution whose client is slow to reattach (5 min). Spark 4.3 waits a
 # fixed 10 s for a non-daemon Python worker (a streaming source, a foreachBatch over Connect) to connect back;
 # no option changes that: the nox sessions install with bytecode compiled so that such a worker starts fast.
-LOADED_MACHINE_CONF = {
+# (The value type is what SparkSession.Builder.config(map=...) takes.)
+LOADED_MACHINE_CONF: dict[str, bool | float | int | str | None] = {
     "spark.python.authenticate.socketTimeout": "300s",
     "spark.network.timeout": "600s",
     "spark.connect.execute.manager.detachedTimeout": "600s",

@@ -165,7 +165,7 @@ def test_compaction_on_executors(any_spark: Any, warehouse: str) -> None:
         spark, warehouse=warehouse, table="db.t", where="day = 'd0'", progress=False
     )
     compacted = table(warehouse)
-    files = {}
+    files: dict[str, int] = {}
     for entry in compacted.live_entries():
         day = compacted.partition_values(entry.partition)["day"]
         files[day] = files.get(day, 0) + 1

@@ -228,7 +228,8 @@ def test_primary_key_buckets_compact_on_executors(spark: Any, warehouse: str, bu
     assert {e.file.level for e in after.live_entries()} == {top}
     buckets = {(e.partition, e.bucket) for e in after.live_entries()}
     assert len(after.live_entries()) == len(buckets)  # one file per bucket
-    assert after.latest_snapshot().commit_kind == CommitKind.COMPACT
+    latest = after.latest_snapshot()
+    assert latest is not None and latest.commit_kind == CommitKind.COMPACT
 
 
 def test_database_compaction_and_the_procedure_take_primary_key_tables(spark: Any, warehouse: str) -> None:

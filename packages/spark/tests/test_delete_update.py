@@ -79,6 +79,7 @@ def test_primary_key_delete_and_update_write_row_kinds(spark: Any, warehouse: st
         n = None if i == 12 and engine == "deduplicate" else (12 if i == 12 else i * 10)
         expected[i] = (f"V{i}", n, "b")
     assert rows(warehouse) == expected
+    assert deleted.snapshot_id is not None
     assert (updated.updated, updated.deleted, updated.snapshot_id) == (9, 0, deleted.snapshot_id + 1)
     assert kinds_after(warehouse, base) == ["APPEND", "APPEND"]
     assert files <= live_files(warehouse)  # no data file rewritten or removed

@@ -27,9 +27,10 @@ def make_target(warehouse: str) -> Any:
     catalog = Catalog.open(warehouse)
     catalog.create_database("db", exist_ok=True)
     table = catalog.create_table("db.t", SCHEMA, partition_keys=["p"], options={"write-only": "true"})
-    rows = lambda ids, p: pa.table(  # noqa: E731
-        {"id": list(ids), "v": [f"v{i}" for i in ids], "p": [p] * len(ids)}, schema=SCHEMA
-    )
+
+    def rows(ids: range, p: str) -> pa.Table:
+        return pa.table({"id": list(ids), "v": [f"v{i}" for i in ids], "p": [p] * len(ids)}, schema=SCHEMA)
+
     table.append(rows(range(0, 5), "a"))
     table.append(rows(range(5, 10), "a"))
     table.append(rows(range(10, 20), "b"))
@@ -122,7 +123,8 @@ def test_insert_only_merge_from_a_dataframe_appends(spark: Any, warehouse: str) 
     assert summary.inserted == 1 and summary.rewritten_files == ()
     assert current(warehouse)[101] == ("X", "c")
     assert files <= live_files(warehouse)  # nothing rewritten
-    assert Catalog.open(warehouse).get_table("db.t").latest_snapshot().commit_kind.value == "APPEND"
+    latest = Catalog.open(warehouse).get_table("db.t").latest_snapshot()
+    assert latest is not None and latest.commit_kind.value == "APPEND"
 
 
 def test_merge_into_an_empty_table_and_a_merge_that_changes_nothing(spark: Any, warehouse: str) -> None:

@@ -195,7 +195,9 @@ def test_the_helper_gives_each_bucket_one_writer(spark: Any, warehouse: str, buc
 
 
 def test_audit_log_and_read_changelog_in_batch(spark: Any, warehouse: str) -> None:
-    create(warehouse, bucket="1", **{"write-only": "true"})  # no compaction: the -D record stays
+    create(
+        warehouse, partitioned=False, bucket="1", **{"write-only": "true"}
+    )  # no compaction: the -D record stays
     raw_write(warehouse)(frame(spark, [(1, "p", "x"), (2, "p", "y"), (3, "p", "z")]))
     changes = [(1, "p", "x2", "+U"), (2, "p", "y", "-D")]
     raw_write(warehouse)(frame(spark, changes, f"{DDL}, rowkind string", slices=1))
@@ -264,7 +266,7 @@ def test_a_key_split_over_buckets_by_two_tasks_is_refused(spark: Any, warehouse:
     """Dynamic buckets of one key each: two tasks meet keys 1 and 2 in opposite orders, so each puts its
     first key in bucket 0. The data source's driver refuses; the helper's one writer per partition does not
     meet the problem."""
-    create(warehouse, bucket="-1", **{"dynamic-bucket.target-row-num": "1"})
+    create(warehouse, partitioned=False, bucket="-1", **{"dynamic-bucket.target-row-num": "1"})
     rows = [(1, "p", "a"), (2, "p", "a"), (2, "p", "b"), (1, "p", "b")]
     with pytest.raises(Exception, match="two Spark tasks put new keys with the same hash"):
         raw_write(warehouse)(frame(spark, rows, slices=2))

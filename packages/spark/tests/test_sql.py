@@ -87,7 +87,7 @@ def _check_ctas(
     return check
 
 
-def _check_options(expected: dict[str, str], comment: str | None = None) -> Callable[[Catalog], None]:
+def _check_options(expected: dict[str, str | None], comment: str | None = None) -> Callable[[Catalog], None]:
     def check(catalog: Catalog) -> None:
         schema = _table(catalog).schema
         assert {k: schema.options.get(k) for k in expected} == expected
@@ -247,7 +247,7 @@ ALTER = [
             "ALTER TABLE my_table UNSET TBLPROPERTIES ('write-buffer-size')",
         ),
         check=_check_options({"write-buffer-size": None}),
-    ),  # type: ignore[dict-item]
+    ),
     Example(
         "set-comment",
         (SIMPLE, "ALTER TABLE my_table SET TBLPROPERTIES ('comment' = 'table comment')"),

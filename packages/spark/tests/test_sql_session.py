@@ -21,7 +21,7 @@ from paimon_core.errors import (
 )
 from paimon_core.maintenance import create_tag
 from paimon_spark import ProcedureNotFoundError, SqlError
-from paimon_spark._sql import state_of
+from paimon_spark._sql import spark_sql, state_of
 
 pytestmark = pytest.mark.slow
 
@@ -51,7 +51,7 @@ def _rows(frame: Any) -> list[tuple[Any, ...]]:
 
 def test_register_makes_spark_sql_run_paimon_statements(with_catalog: Any) -> None:
     spark = with_catalog
-    assert paimon_spark.spark_sql(spark) is not spark.sql  # Spark's own method is kept underneath
+    assert spark_sql(spark) is not spark.sql  # Spark's own method is kept underneath
     spark.sql("CREATE TABLE paimon.default.t (id INT, v STRING) TBLPROPERTIES ('primary-key' = 'id')")
     spark.sql("INSERT INTO paimon.default.t VALUES (1, 'a'), (2, 'b')")
     assert _rows(spark.sql("SELECT * FROM paimon.default.t")) == [(1, "a"), (2, "b")]

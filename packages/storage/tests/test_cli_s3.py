@@ -78,7 +78,8 @@ def test_compact_takes_option_and_catalog_conf(s3_store: Store) -> None:
         "compact", warehouse, "--database", "db", "--table", "t", "--threads", "--no-progress", *flags
     )
     assert result.returncode == 0, result.stderr
-    assert table.latest_snapshot() is not None and table.latest_snapshot().commit_kind.value == "COMPACT"
+    latest = table.latest_snapshot()
+    assert latest is not None and latest.commit_kind.value == "COMPACT"
     assert sorted(table.to_arrow().column("id").to_pylist()) == [0, 1, 2, 3, 4]
 
 

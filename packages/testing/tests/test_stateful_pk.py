@@ -61,7 +61,12 @@ def test_variants_cover_every_engine_sequence_field_and_deletes() -> None:
 def test_model_merges_by_sequence_then_commit_order() -> None:
     """The model itself, on hand-made histories: the sequence field orders first, ties keep write order."""
     dedup = next(v for v in VARIANTS if v.engine == "deduplicate" and v.sequence_field and v.deletes)
-    history = ((1, "a", 5, 2, False), (1, "a", 6, 1, False), (1, "a", 7, 2, False), (2, "a", None, 0, True))
+    history: tuple[Record, ...] = (
+        (1, "a", 5, 2, False),
+        (1, "a", 6, 1, False),
+        (1, "a", 7, 2, False),
+        (2, "a", None, 0, True),
+    )
     assert merge_records(dedup, history) == [(1, "a", 7, 2)]
     partial = next(
         v for v in VARIANTS if v.engine == "partial-update" and not v.sequence_field and not v.deletes
