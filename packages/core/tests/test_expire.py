@@ -249,7 +249,7 @@ def test_a_failed_expiration_never_fails_the_commit(
     tag_dir = Path(table.path) / "tag"
     tag_dir.mkdir()
     (tag_dir / "tag-broken").write_text("not json")
-    with caplog.at_level(logging.WARNING, logger="paimon_core.table._commit"):
+    with caplog.at_level(logging.WARNING, logger="paimon_core.table.commit._api"):
         _append(table, 1)
     assert _snapshot_ids(table) == [1, 2] and _ids(table) == [0, 1]
     assert any("snapshot expiration after a commit" in r.getMessage() for r in caplog.records)

@@ -1,6 +1,5 @@
 """Tables: writing, committing, scanning and reading."""
 
-from paimon_core.table._commit import TableCommit
 from paimon_core.table._compacted_changelog import (
     CompactedChangelogNames,
     changelog_slice,
@@ -31,6 +30,7 @@ from paimon_core.table._system import DATA_VIEWS, SYSTEM_TABLES, SystemTable, sp
 from paimon_core.table._table import Table, open_table
 from paimon_core.table._views import AuditLogTable, DataView, ReadOptimizedTable, data_view
 from paimon_core.table._write import DataFileWriter, DictionaryChoice, TableWrite
+from paimon_core.table.commit import TableCommit
 from paimon_core.table.mergetree import (
     KeyValueTableRead,
     KeyValueTableWrite,

@@ -29,7 +29,6 @@ from paimon_core.redaction import get_logger
 from paimon_core.schema import SchemaManager, TableSchema
 from paimon_core.snapshot import Snapshot, SnapshotManager
 from paimon_core.storage import StorageBackend, get_backend, join_path
-from paimon_core.table._commit import TableCommit
 from paimon_core.table._compacted_changelog import real_changelog_path
 from paimon_core.table._follow import TableStream
 from paimon_core.table._hooks import CommitCompactor, TableHooks, default_hooks
@@ -38,6 +37,7 @@ from paimon_core.table._messages import CommitMessage
 from paimon_core.table._read import TableRead
 from paimon_core.table._scan import DataSplit, TableScan, live_entries
 from paimon_core.table._write import TableWrite
+from paimon_core.table.commit import TableCommit
 from paimon_core.table.mergetree import KeyValueTableRead, KeyValueTableWrite
 from paimon_core.types import DataType, to_arrow_schema
 

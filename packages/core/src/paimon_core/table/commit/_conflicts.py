@@ -1,0 +1,154 @@
+"""Conflict detection: an attempt's files and index files checked against its base snapshot.
+
+Plain appends never conflict. Files to add must not be live yet (all live: the messages were committed
+before); an overwrite's or compaction's deletes must still be live; a partition keeps one number of buckets;
+an index file this commit replaces must not have been replaced by another (Java Paimon's
+``ConflictDetection`` makes the same checks). docs/commit-protocol.md, "One attempt".
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from paimon_core import options as opts
+from paimon_core.errors import CommitConflictError, CommitFilesError, ConfigError, CorruptMetadataError
+from paimon_core.manifest import FileKind, IndexFileMeta, IndexManifestEntry, combine_index_entries
+from paimon_core.snapshot import CommitKind, Snapshot
+from paimon_core.table.commit._changes import Changes, is_compaction_index
+from paimon_core.table.commit._entries import delta_entries, explain_missing
+from paimon_core.table.commit._outcome import AlreadyLive
+
+if TYPE_CHECKING:
+    from paimon_core.table._table import Table
+
+_CONFLICT_SEARCH_DEPTH = 200  # snapshots searched backwards to name the commit that won a conflict
+
+
+def check_files(
+    table: Table, latest: Snapshot | None, changes: Changes, check_live: bool
+) -> AlreadyLive | None:
+    """Files to add must not be live yet; an overwrite's or compaction's deletes must still be live.
+
+    Returns:
+        :class:`AlreadyLive` when every file to add is live already; None when the attempt may go on.
+
+    Raises:
+        CommitFilesError: some files to add are live, not all.
+        CommitConflictError: files to delete are gone (another overwrite or compaction won).
+    """
+    if latest is None or not (check_live or changes.check_conflicts):
+        return None
+    live = table.live_files.at(latest)
+    added = [e for e in changes.entries if e.kind == FileKind.ADD]
+    duplicated = [e.file.file_name for e in added if e.identifier() in live]
+    if duplicated:
+        if len(duplicated) == len(added):
+            return AlreadyLive()
+        raise CommitFilesError(
+            f"some files to add are live in {table.path} already (were these messages partly "
+            "committed before?); nothing was committed",
+            duplicated,
+        )
+    if not changes.check_conflicts:
+        return None
+    deleted = [e for e in changes.entries if e.kind == FileKind.DELETE]
+    missing = [e.file.file_name for e in deleted if e.identifier() not in live]
+    if missing:
+        winner = _find_deleter(table, latest, set(missing))
+        raise CommitConflictError(
+            f"File deletion conflicts detected in {table.path}; give up committing",
+            winning_snapshot_id=winner.id if winner else None,
+            winning_commit_user=winner.commit_user if winner else None,
+            conflicting_files=missing,
+        )
+    return None
+
+
+def check_bucket_numbers(table: Table, latest: Snapshot | None, changes: Changes) -> None:
+    """A partition's files all have one number of buckets (``_TOTAL_BUCKETS``): files written for another
+    number land only where an overwrite replaces all of them (a rescale), as Java's commit checks.
+
+    Raises:
+        ConfigError: the files to add have another number of buckets than the partition's live files.
+    """
+    written = {e.partition: e.total_buckets for e in changes.entries if e.kind == FileKind.ADD}
+    written = {p: n for p, n in written.items() if n > 0}
+    if latest is None or not written:
+        return
+    replaced = {e.identifier() for e in changes.entries if e.kind == FileKind.DELETE}
+    for identifier, entry in table.live_files.at(latest).items():
+        wanted = written.get(entry.partition)
+        if wanted is None or entry.total_buckets in (wanted, -1) or identifier in replaced:
+            continue
+        where = table.identifier
+        if table.partition_keys:
+            where = f"partition {table.partition_values(entry.partition)} of {where}"
+        raise ConfigError(
+            f"cannot write {where} with {wanted} buckets: its files have "
+            f"{entry.total_buckets} (was 'bucket' changed without a rescale?); {opts.RESCALE_HINT}",
+            opts.BUCKET.key,
+        )
+
+
+def index_after(table: Table, latest: Snapshot | None, changes: Changes) -> list[IndexManifestEntry] | None:
+    """The live index files once the attempt lands; None when it changes none.
+
+    Raises:
+        CommitConflictError: another commit replaced an index file this one replaces (or created one
+            where this one creates the first): two writers assigned dynamic buckets in one partition.
+    """
+    has_index = latest is not None and bool(latest.index_manifest)
+    if not changes.index_changes and (changes.index_scope is None or not has_index):
+        return None
+    live: list[IndexManifestEntry] = []
+    if latest is not None and has_index:
+        try:
+            live = table.index_entries(latest)
+        except CorruptMetadataError as exc:  # expiration took the base meanwhile: a lost race
+            raise explain_missing(table, latest.id, exc) from exc
+    scope = changes.index_scope
+    if scope is not None:
+        return combine_index_entries([e for e in live if not scope(e.partition)], changes.index_changes)
+    by_slot = {e.slot: e.file.file_name for e in live}
+    replaced = {c.slot: c.file.file_name for c in changes.index_changes if c.kind == FileKind.DELETE}
+    stale = [
+        c.file
+        for c in changes.index_changes
+        if c.kind == FileKind.ADD and by_slot.get(c.slot) != replaced.get(c.slot)
+    ]
+    if stale:
+        raise CommitConflictError(
+            f"{_stale_index_reason(table, stale[0])}; nothing was committed",
+            conflicting_files=[f.file_name for f in stale],
+        )
+    return combine_index_entries(live, changes.index_changes)
+
+
+def _stale_index_reason(table: Table, file: IndexFileMeta) -> str:
+    if is_compaction_index(file):
+        return (
+            f"the deletion vectors of a bucket of {table.path} changed since this compaction read "
+            "them: another compaction of the bucket won"
+        )
+    return (
+        f"the dynamic-bucket hash index of {table.path} changed since this writer read it: "
+        "another writer assigned buckets in the same partition (one writer per partition of a "
+        "bucket = -1 table)"
+    )
+
+
+def _find_deleter(table: Table, latest: Snapshot, names: set[str]) -> Snapshot | None:
+    """The newest snapshot (within a bounded search) that deleted one of these files: the conflict's winner."""
+    sm = table.snapshot_manager
+    earliest = sm.earliest_id() or 1
+    for snapshot_id in range(latest.id, max(earliest, latest.id - _CONFLICT_SEARCH_DEPTH) - 1, -1):
+        snapshot = sm.try_snapshot(snapshot_id)
+        if snapshot is None or snapshot.commit_kind == CommitKind.APPEND:
+            continue
+        try:
+            entries = delta_entries(table, snapshot)
+        except CorruptMetadataError:
+            return None  # expired while we looked: the winner stays unnamed
+        if any(e.kind == FileKind.DELETE and e.file.file_name in names for e in entries):
+            return snapshot
+    return None
