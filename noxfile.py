@@ -2,7 +2,7 @@
 
 Every per-package session comes from the one ``PACKAGES`` list below. ``./dev test`` (and CI) runs
 ``lint typecheck docs tests packages lowest interop spark_interop java_interop spark_cluster storage_integration
-interop_s3 quickstart``;
+interop_s3 quickstart`` in two lanes side by side (``LANE_A`` and ``LANE_B`` in ``dev``);
 ``thorough``, ``matrix``, ``bench``, ``bench_spark``, ``bench_compact`` and ``storage_bench`` run on demand.
 """
 
