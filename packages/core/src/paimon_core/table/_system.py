@@ -24,13 +24,12 @@ from paimon_core.predicate import FilterLike, parse_filter
 from paimon_core.redaction import redacted_options
 from paimon_core.schema import TableSchema
 from paimon_core.stats import decode_stats
+from paimon_core.table._readable import Readable, TimeTravel
 from paimon_core.table._scan import TableScan
 from paimon_core.tag import TagManager
 from paimon_core.types import DataField, from_arrow_type
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from paimon_core.table._table import Table
 
 __all__ = ["SYSTEM_TABLES", "SystemTable", "split_system_name"]
@@ -208,11 +207,16 @@ def _duration_text(value: dt.timedelta | None) -> str | None:
     return text
 
 
-class SystemTable:
-    """A read-only system table of ``data``: ``to_arrow``, ``to_batches``, ``to_pandas``, iteration.
+class SystemTable(Readable):
+    """A read-only system table of ``data``: ``to_arrow``, ``to_batches``, ``to_pandas``, ``to_polars``,
+    ``to_duckdb``, the Arrow C stream and iteration read it, with ``columns`` and ``filter``.
 
-    Writes raise :class:`~paimon_core.errors.ReadOnlyTableError`.
+    It describes the snapshot the data table's ``scan.*`` options choose: its readers take no time travel
+    (``TypeError``). Writes raise :class:`~paimon_core.errors.ReadOnlyTableError`.
     """
+
+    # Java's metadata tables describe what the data table's options choose; travel with those options.
+    _time_travels = False
 
     def __init__(self, data: Table, name: str) -> None:
         if name not in _SCHEMAS:
@@ -234,10 +238,10 @@ class SystemTable:
     def field_names(self) -> list[str]:
         return list(self.arrow_schema.names)
 
-    # --- reading -------------------------------------------------------------------------------------------
+    # --- reading: the readers are Readable's, over these two ----------------------------------------------
 
-    def to_arrow(self, columns: Sequence[str] | None = None, filter: FilterLike = None) -> pa.Table:
-        """The system table's rows; ``columns`` and ``filter`` as for :meth:`Table.to_arrow`.
+    def _read_table(self, columns: Sequence[str] | None, filter: FilterLike, travel: TimeTravel) -> pa.Table:
+        """The system table's rows (``_time_travels`` is False: ``travel`` is always :data:`NOW`).
 
         Raises:
             SchemaError: unknown columns.
@@ -257,18 +261,11 @@ class SystemTable:
             table = table.select(list(columns))
         return table
 
-    def to_batches(
-        self, columns: Sequence[str] | None = None, filter: FilterLike = None
+    def _read_batches(
+        self, columns: Sequence[str] | None, filter: FilterLike, travel: TimeTravel
     ) -> pa.RecordBatchReader:
-        table = self.to_arrow(columns, filter)
+        table = self._read_table(columns, filter, travel)
         return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
-
-    def to_pandas(self, columns: Sequence[str] | None = None, filter: FilterLike = None) -> pd.DataFrame:
-        frame: pd.DataFrame = self.to_arrow(columns, filter).to_pandas()
-        return frame
-
-    def __iter__(self) -> Iterator[pa.RecordBatch]:
-        return iter(self.to_batches())
 
     # --- writing is refused -------------------------------------------------------------------------------------
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 from paimon_core import options as opts
-from paimon_core._optional import import_optional
 from paimon_core.binary_row import deserialize_row
 from paimon_core.errors import (
     AtomicCommitUnsupportedError,
@@ -35,23 +33,14 @@ from paimon_core.table._hooks import CommitCompactor, TableHooks, default_hooks
 from paimon_core.table._live import LiveFileIndex
 from paimon_core.table._messages import CommitMessage
 from paimon_core.table._read import TableRead
+from paimon_core.table._readable import Instant, Readable, TimeTravel
 from paimon_core.table._scan import DataSplit, TableScan, live_entries
 from paimon_core.table._write import TableWrite
 from paimon_core.table.commit import TableCommit
 from paimon_core.table.mergetree import KeyValueTableRead, KeyValueTableWrite
 from paimon_core.types import DataType, to_arrow_schema
 
-if TYPE_CHECKING:
-    import duckdb
-    import pandas as pd
-    import polars as pl
-
-
 logger = get_logger(__name__)
-
-TimeTravel = dt.datetime | int | str | None
-"""An instant to time travel to: a datetime (naive = local time), epoch millis, or 'yyyy-MM-dd HH:mm:ss'."""
-
 
 # Failures after which no snapshot can reference the written files: those files are deleted.
 _COMMIT_NEVER_LANDED = (
@@ -64,7 +53,7 @@ _COMMIT_NEVER_LANDED = (
 )
 
 
-class Table:
+class Table(Readable):
     """A table — an append table or a primary-key table — bound to one schema version.
 
     Obtain one from :meth:`paimon_core.Catalog.get_table` or :func:`paimon_core.open_table`.
@@ -342,7 +331,7 @@ class Table:
         snapshot_id: int | None = None,
         *,
         tag: str | None = None,
-        timestamp: TimeTravel = None,
+        timestamp: Instant | None = None,
     ) -> TableScan:
         """Plan a batch read: the snapshot the ``scan.*`` options (or the time travel given here) choose,
         and its pruned files and splits. See :class:`TableScan`."""
@@ -360,120 +349,25 @@ class Table:
         return TableRead(self, columns, row_filter)
 
     def _plan(
-        self,
-        columns: Sequence[str] | None,
-        filter: FilterLike,
-        snapshot_id: int | None,
-        tag: str | None,
-        timestamp: TimeTravel,
+        self, columns: Sequence[str] | None, filter: FilterLike, travel: TimeTravel
     ) -> tuple[TableRead, list[DataSplit]]:
         predicate, expression = parse_filter(filter, self.arrow_schema)
         read = self._reader(columns, predicate if predicate is not None else expression)
-        return read, TableScan(self, snapshot_id, predicate, tag=tag, timestamp=timestamp).plan()
+        scan = TableScan(self, travel.snapshot_id, predicate, tag=travel.tag, timestamp=travel.timestamp)
+        return read, scan.plan()
 
-    def to_arrow(
-        self,
-        columns: Sequence[str] | None = None,
-        filter: FilterLike = None,
-        snapshot_id: int | None = None,
-        *,
-        tag: str | None = None,
-        timestamp: TimeTravel = None,
-    ) -> pa.Table:
-        """Read the table into memory: the snapshot the table's ``scan.*`` options choose (the latest by
-        default), or the one time travel names.
+    # The readers (to_arrow, to_batches, to_pandas, to_polars, to_duckdb, the Arrow C stream, iteration)
+    # are Readable's, over these two.
 
-        Args:
-            columns: columns to return; all when None.
-            filter: DNF tuples like pyarrow's (``[("dt", "=", "2024-01-01")]``), a
-                :class:`paimon_core.predicate.Predicate`, or a ``pyarrow.compute.Expression``.
-            snapshot_id: time travel to this snapshot.
-            tag: time travel to this tag.
-            timestamp: time travel to the snapshot current at this instant (a datetime, epoch millis or
-                ``'yyyy-MM-dd HH:mm:ss'``).
-        """
-        read, splits = self._plan(columns, filter, snapshot_id, tag, timestamp)
+    def _read_table(self, columns: Sequence[str] | None, filter: FilterLike, travel: TimeTravel) -> pa.Table:
+        read, splits = self._plan(columns, filter, travel)
         return read.to_arrow(splits)
 
-    def to_batches(
-        self,
-        columns: Sequence[str] | None = None,
-        filter: FilterLike = None,
-        snapshot_id: int | None = None,
-        *,
-        tag: str | None = None,
-        timestamp: TimeTravel = None,
+    def _read_batches(
+        self, columns: Sequence[str] | None, filter: FilterLike, travel: TimeTravel
     ) -> pa.RecordBatchReader:
-        """A streaming reader with bounded memory; arguments as for :meth:`to_arrow`."""
-        read, splits = self._plan(columns, filter, snapshot_id, tag, timestamp)
+        read, splits = self._plan(columns, filter, travel)
         return read.to_reader(splits)
-
-    def to_pandas(
-        self,
-        columns: Sequence[str] | None = None,
-        filter: FilterLike = None,
-        snapshot_id: int | None = None,
-        *,
-        tag: str | None = None,
-        timestamp: TimeTravel = None,
-    ) -> pd.DataFrame:
-        """As :meth:`to_arrow`, as a pandas DataFrame.
-
-        Raises:
-            MissingDependencyError: pandas is not installed (``pip install 'paimon-core[pandas]'``).
-        """
-        import_optional("pandas", "to_pandas()", "pandas")
-        frame: pd.DataFrame = self.to_arrow(
-            columns, filter, snapshot_id, tag=tag, timestamp=timestamp
-        ).to_pandas()
-        return frame
-
-    def to_polars(
-        self,
-        columns: Sequence[str] | None = None,
-        filter: FilterLike = None,
-        snapshot_id: int | None = None,
-        *,
-        tag: str | None = None,
-        timestamp: TimeTravel = None,
-    ) -> pl.DataFrame:
-        """As :meth:`to_arrow`, as a polars DataFrame (no copy of the Arrow buffers).
-
-        Raises:
-            MissingDependencyError: polars is not installed (``pip install 'paimon-core[polars]'``).
-        """
-        polars = import_optional("polars", "to_polars()", "polars")
-        frame: pl.DataFrame = polars.DataFrame(
-            self.to_arrow(columns, filter, snapshot_id, tag=tag, timestamp=timestamp)
-        )
-        return frame
-
-    def to_duckdb(
-        self,
-        columns: Sequence[str] | None = None,
-        filter: FilterLike = None,
-        snapshot_id: int | None = None,
-        *,
-        tag: str | None = None,
-        timestamp: TimeTravel = None,
-        connection: duckdb.DuckDBPyConnection | None = None,
-    ) -> duckdb.DuckDBPyRelation:
-        """As :meth:`to_arrow`, as a duckdb relation (of ``connection``, else duckdb's default one).
-
-        Raises:
-            MissingDependencyError: duckdb is not installed (``pip install 'paimon-core[duckdb]'``).
-        """
-        module = import_optional("duckdb", "to_duckdb()", "duckdb")
-        data = self.to_arrow(columns, filter, snapshot_id, tag=tag, timestamp=timestamp)
-        relation: duckdb.DuckDBPyRelation = (connection or module).from_arrow(data)
-        return relation
-
-    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
-        """The rows the table's ``scan.*`` options choose (the latest snapshot by default) as an Arrow C
-        stream (the PyCapsule interface): ``polars.from_arrow(table)``, ``duckdb.sql("... FROM table")``
-        and ``pyarrow.table(table)`` read it without conversions, a batch at a time."""
-        capsule: object = self.to_batches().__arrow_c_stream__(requested_schema)
-        return capsule
 
     def stream(
         self,
@@ -511,9 +405,6 @@ class Table:
             until_snapshot=until_snapshot,
             poll_interval=poll_interval,
         )
-
-    def __iter__(self) -> Iterator[pa.RecordBatch]:
-        return iter(self.to_batches())
 
     def __repr__(self) -> str:
         return f"Table({self.identifier!r}, schema_id={self.schema.id}, path={self.path!r})"

@@ -9,28 +9,29 @@ the last full compaction, as fast as an append table. See docs/system-tables.md.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from abc import abstractmethod
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from paimon_core.errors import ReadOnlyTableError
-from paimon_core.predicate import FilterLike, parse_filter
+from paimon_core.predicate import FilterLike, Predicate, parse_filter
 from paimon_core.table._follow import TableStream
 from paimon_core.table._read import ROW_KIND_FIELD, InsertKinds, TableRead
+from paimon_core.table._readable import Readable, TimeTravel
 from paimon_core.table._scan import DataSplit, TableScan, make_splits
 from paimon_core.table.mergetree import KeyValueTableRead
 
 if TYPE_CHECKING:
-    import pandas as pd
-
-    from paimon_core.table._table import Table, TimeTravel
+    from paimon_core.table._table import Table
 
 __all__ = ["AuditLogTable", "DataView", "ReadOptimizedTable", "data_view"]
 
 
-class DataView:
-    """A read-only view of a table's data: ``to_arrow``, ``to_batches``, ``to_pandas``, iteration."""
+class DataView(Readable):
+    """A read-only view of a table's data; the readers (``to_arrow``, ``to_batches``, ``to_pandas``,
+    ``to_polars``, ``to_duckdb``, the Arrow C stream, iteration) are :class:`Readable`'s."""
 
     name = ""
 
@@ -43,60 +44,35 @@ class DataView:
     def field_names(self) -> list[str]:
         return list(self.arrow_schema.names)
 
+    @abstractmethod
     def _plan(
-        self, columns: Sequence[str] | None, filter: FilterLike, time_travel: dict[str, Any]
+        self, columns: Sequence[str] | None, filter: FilterLike, travel: TimeTravel
     ) -> tuple[TableRead, list[DataSplit]]:
         """The read (which refuses unknown columns) and the splits of the view."""
-        raise NotImplementedError
+
+    def _scan(self, predicate: Predicate | None, travel: TimeTravel) -> TableScan:
+        return TableScan(self.data, travel.snapshot_id, predicate, tag=travel.tag, timestamp=travel.timestamp)
 
     def _read(
-        self,
-        columns: Sequence[str] | None,
-        filter: FilterLike,
-        time_travel: dict[str, Any],
+        self, columns: Sequence[str] | None, filter: FilterLike, travel: TimeTravel
     ) -> tuple[TableRead, list[DataSplit], list[str] | None]:
-        read, splits = self._plan(columns, filter, time_travel)
+        read, splits = self._plan(columns, filter, travel)
         wanted = None if columns is None or list(columns) == read.output_schema.names else list(columns)
         return read, splits, wanted
 
-    def to_arrow(
-        self,
-        columns: Sequence[str] | None = None,
-        filter: FilterLike = None,
-        snapshot_id: int | None = None,
-        *,
-        tag: str | None = None,
-        timestamp: TimeTravel = None,
-    ) -> pa.Table:
-        """Read the view; arguments as for :meth:`Table.to_arrow`."""
-        time_travel = {"snapshot_id": snapshot_id, "tag": tag, "timestamp": timestamp}
-        read, splits, wanted = self._read(columns, filter, time_travel)
+    def _read_table(self, columns: Sequence[str] | None, filter: FilterLike, travel: TimeTravel) -> pa.Table:
+        read, splits, wanted = self._read(columns, filter, travel)
         data = read.to_arrow(splits)
         return data if wanted is None else data.select(wanted)
 
-    def to_batches(
-        self,
-        columns: Sequence[str] | None = None,
-        filter: FilterLike = None,
-        snapshot_id: int | None = None,
-        *,
-        tag: str | None = None,
-        timestamp: TimeTravel = None,
+    def _read_batches(
+        self, columns: Sequence[str] | None, filter: FilterLike, travel: TimeTravel
     ) -> pa.RecordBatchReader:
-        """A streaming reader of the view; arguments as for :meth:`Table.to_arrow`."""
-        time_travel = {"snapshot_id": snapshot_id, "tag": tag, "timestamp": timestamp}
-        read, splits, wanted = self._read(columns, filter, time_travel)
+        read, splits, wanted = self._read(columns, filter, travel)
         if wanted is None:
             return read.to_reader(splits)
         schema = pa.schema([read.output_schema.field(name) for name in wanted])
         return pa.RecordBatchReader.from_batches(schema, (b.select(wanted) for b in read.to_batches(splits)))
-
-    def to_pandas(self, columns: Sequence[str] | None = None, filter: FilterLike = None) -> pd.DataFrame:
-        frame: pd.DataFrame = self.to_arrow(columns, filter).to_pandas()
-        return frame
-
-    def __iter__(self) -> Iterator[pa.RecordBatch]:
-        return iter(self.to_batches())
 
     def _refuse(self, *args: Any, **kwargs: Any) -> Any:
         raise ReadOnlyTableError(f"{self.identifier} is a system table: it cannot be written")
@@ -117,10 +93,10 @@ class AuditLogTable(DataView):
         self.arrow_schema = data.arrow_schema.insert(0, ROW_KIND_FIELD)
 
     def _plan(
-        self, columns: Sequence[str] | None, filter: FilterLike, time_travel: dict[str, Any]
+        self, columns: Sequence[str] | None, filter: FilterLike, travel: TimeTravel
     ) -> tuple[TableRead, list[DataSplit]]:
         predicate = parse_filter(filter, self.arrow_schema)[0]
-        splits = TableScan(self.data, predicate=predicate, **time_travel).plan()
+        splits = self._scan(predicate, travel).plan()
         return self.new_read(columns, filter), splits
 
     def new_read(self, columns: Sequence[str] | None = None, filter: FilterLike = None) -> TableRead:
@@ -163,11 +139,11 @@ class ReadOptimizedTable(DataView):
     name = "ro"
 
     def _plan(
-        self, columns: Sequence[str] | None, filter: FilterLike, time_travel: dict[str, Any]
+        self, columns: Sequence[str] | None, filter: FilterLike, travel: TimeTravel
     ) -> tuple[TableRead, list[DataSplit]]:
         data = self.data
         predicate, expression = parse_filter(filter, self.arrow_schema)
-        scan = TableScan(data, predicate=predicate, **time_travel)
+        scan = self._scan(predicate, travel)
         read = TableRead(data, columns, predicate if predicate is not None else expression)
         if not data.has_primary_key or scan.snapshot is None:
             return read, scan.plan()
