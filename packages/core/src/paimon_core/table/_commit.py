@@ -58,12 +58,12 @@ from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from paimon_core.storage import Capability, CommitLock, join_path, open_commit_lock
 from paimon_core.table._chain import follows_chain
 from paimon_core.table._compacted_changelog import real_changelog_path
+from paimon_core.table._entries import explain_missing, manifest_metas, read_entries
 from paimon_core.table._history import PROGRESS_PROPERTY, CommitProgress, OwnCommits, rebuild_progress
 from paimon_core.table._messages import CommitMessage
-from paimon_core.table._scan import explain_missing, manifest_metas, read_entries
 
 if TYPE_CHECKING:
-    from paimon_core.table._table import Table
+    from paimon_core.table._store import TableStore
 
 logger = get_logger(__name__)
 
@@ -111,7 +111,7 @@ class _ManifestList:
     size: int
     metas: list[ManifestFileMeta]
 
-    def paths(self, table: Table) -> list[str]:
+    def paths(self, table: TableStore) -> list[str]:
         return [table.manifest_path(self.name), *(table.manifest_path(m.file_name) for m in self.metas)]
 
 
@@ -132,7 +132,7 @@ class _Written:
     delta: _DeltaLists | None = None
     uncertain: bool = False  # some attempt's outcome is unknown: its files may be referenced
 
-    def delta_paths(self, table: Table) -> list[str]:
+    def delta_paths(self, table: TableStore) -> list[str]:
         if self.delta is None:
             return []
         changelog = self.delta.changelog
@@ -152,7 +152,7 @@ class TableCommit:
             attempts it took (1 = no lost race).
     """
 
-    def __init__(self, table: Table, commit_user: str | None = None) -> None:
+    def __init__(self, table: TableStore, commit_user: str | None = None) -> None:
         self.table = table
         prefix = table.options.get_option(opts.COMMIT_USER_PREFIX)
         self.commit_user = commit_user or (f"{prefix}_{uuid.uuid4()}" if prefix else str(uuid.uuid4()))

@@ -31,7 +31,7 @@ from paimon_core.types import DataField, from_arrow_type
 if TYPE_CHECKING:
     import pandas as pd
 
-    from paimon_core.table._table import Table
+    from paimon_core.table._store import TableStore
 
 __all__ = ["SYSTEM_TABLES", "SystemTable", "split_system_name"]
 
@@ -214,7 +214,7 @@ class SystemTable:
     Writes raise :class:`~paimon_core.errors.ReadOnlyTableError`.
     """
 
-    def __init__(self, data: Table, name: str) -> None:
+    def __init__(self, data: TableStore, name: str) -> None:
         if name not in _SCHEMAS:
             split_system_name(f"{data.identifier}${name}")
         self.data = data
@@ -284,7 +284,7 @@ class SystemTable:
 # --- the rows of each system table ------------------------------------------------------------------------
 
 
-def _snapshots(table: Table) -> Iterator[dict[str, Any]]:
+def _snapshots(table: TableStore) -> Iterator[dict[str, Any]]:
     for s in table.snapshot_manager.snapshots():
         yield {
             "snapshot_id": s.id,
@@ -309,7 +309,7 @@ def _compact_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def _schemas(table: Table) -> Iterator[dict[str, Any]]:
+def _schemas(table: TableStore) -> Iterator[dict[str, Any]]:
     manager = table.schema_manager
     for schema_id in manager.list_ids():
         schema = manager.schema(schema_id)
@@ -324,16 +324,16 @@ def _schemas(table: Table) -> Iterator[dict[str, Any]]:
         }
 
 
-def _options(table: Table) -> Iterator[dict[str, Any]]:
+def _options(table: TableStore) -> Iterator[dict[str, Any]]:
     for key, value in sorted(redacted_options(table.schema.options).items()):
         yield {"key": key, "value": value}
 
 
-def _partition_text(table: Table, partition: bytes) -> str:
+def _partition_text(table: TableStore, partition: bytes) -> str:
     return _row_text(list(table.partition_values(partition).values()))
 
 
-def _files(table: Table) -> Iterator[dict[str, Any]]:
+def _files(table: TableStore) -> Iterator[dict[str, Any]]:
     for entry in TableScan(table).files():
         file = entry.file
         fields = list(table.schema_manager.schema(file.schema_id).fields)
@@ -365,7 +365,7 @@ def _files(table: Table) -> Iterator[dict[str, Any]]:
         }
 
 
-def _manifests(table: Table) -> Iterator[dict[str, Any]]:
+def _manifests(table: TableStore) -> Iterator[dict[str, Any]]:
     snapshot = TableScan(table).snapshot
     if snapshot is None:
         return
@@ -386,7 +386,7 @@ def _manifests(table: Table) -> Iterator[dict[str, Any]]:
             }
 
 
-def _partitions(table: Table) -> Iterator[dict[str, Any]]:
+def _partitions(table: TableStore) -> Iterator[dict[str, Any]]:
     totals: dict[bytes, list[int]] = {}
     buckets: dict[bytes, set[int]] = {}
     deleted: dict[bytes, int] = {}
@@ -417,7 +417,7 @@ def _partitions(table: Table) -> Iterator[dict[str, Any]]:
         }
 
 
-def _tags(table: Table) -> Iterator[dict[str, Any]]:
+def _tags(table: TableStore) -> Iterator[dict[str, Any]]:
     for tag in TagManager(table.storage, table.path).tags():
         snapshot = tag.snapshot
         yield {
@@ -431,16 +431,16 @@ def _tags(table: Table) -> Iterator[dict[str, Any]]:
         }
 
 
-def _consumers(table: Table) -> Iterator[dict[str, Any]]:
+def _consumers(table: TableStore) -> Iterator[dict[str, Any]]:
     for consumer_id, next_snapshot in sorted(ConsumerManager(table.storage, table.path).consumers().items()):
         yield {"consumer_id": consumer_id, "next_snapshot_id": next_snapshot}
 
 
-def _branches(table: Table) -> Iterator[dict[str, Any]]:
+def _branches(table: TableStore) -> Iterator[dict[str, Any]]:
     return iter(())  # branches do not exist yet
 
 
-_ROWS: dict[str, Callable[[Table], Iterator[dict[str, Any]]]] = {
+_ROWS: dict[str, Callable[[TableStore], Iterator[dict[str, Any]]]] = {
     "snapshots": _snapshots,
     "schemas": _schemas,
     "options": _options,
