@@ -9,19 +9,19 @@ import pytest
 
 from paimon_core import Catalog
 from paimon_core.manifest._cache import manifest_cache
-from paimon_core.table import _scan
+from paimon_core.table import _entries
 
 
 @pytest.fixture
 def decoded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     names: list[str] = []
-    real = _scan.read_manifest_file
+    real = _entries.read_manifest_file
 
     def counting(storage: Any, path: str) -> Any:
         names.append(path)
         return real(storage, path)
 
-    monkeypatch.setattr(_scan, "read_manifest_file", counting)
+    monkeypatch.setattr(_entries, "read_manifest_file", counting)
     manifest_cache.clear()
     return names
 
