@@ -19,8 +19,7 @@ from paimon_core.maintenance import expire_snapshots
 from paimon_core.maintenance._expire import might_expire
 from paimon_core.manifest import read_manifest_list
 from paimon_core.snapshot import Snapshot
-from paimon_core.table import CommitMessage, Table, plan_batch
-from paimon_core.table._scan import live_entries
+from paimon_core.table import CommitMessage, Table, live_entries, plan_batch
 from paimon_core.tag import TagManager
 
 SCHEMA = pa.schema([("id", pa.int64())])

@@ -33,3 +33,139 @@ def test_table_imports_nothing_above_it() -> None:
     package = Path(paimon_core.table.__file__).parent
     offenders = {p.name: upward_imports(p.read_text()) for p in package.glob("*.py")}
     assert {name: found for name, found in offenders.items() if found} == {}
+
+
+# --- the import graph of paimon_core -------------------------------------------------------------------
+
+# Modules of table/ that may import the facade (paimon_core.table._table): the package's public face, and
+# nothing else. Every operation takes a TableStore (table/_store.py) instead.
+FACADE_IMPORTERS = frozenset({"paimon_core.table", "paimon_core.table._table"})
+
+# Import cycles known and not yet broken, each a sorted tuple of module names with the reason. Empty.
+ALLOWED_CYCLES: dict[tuple[str, ...], str] = {}
+
+
+def _modules(root: Path) -> dict[str, tuple[Path, bool]]:
+    """Every module under ``root`` (a package directory) by dotted name, with whether it is a package."""
+    found = {}
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        found[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return found
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Module -> the modules of the same tree it imports anywhere (function bodies and TYPE_CHECKING too).
+
+    ``from package import name`` is an import of ``package.name`` when that is a module, else of the
+    package (its ``__init__`` runs).
+    """
+    modules = _modules(root)
+    graph: dict[str, set[str]] = {}
+    for name, (path, is_package) in modules.items():
+        imported: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names if alias.name in modules)
+            elif isinstance(node, ast.ImportFrom):
+                target = node.module or ""
+                if node.level:  # relative: resolved against this module's package
+                    base = name.split(".") if is_package else name.split(".")[:-1]
+                    base = base[: len(base) - node.level + 1]
+                    target = ".".join([*base, *([node.module] if node.module else [])])
+                for alias in node.names:
+                    full = f"{target}.{alias.name}"
+                    if full in modules:
+                        imported.add(full)
+                    elif target in modules:
+                        imported.add(target)
+        imported.discard(name)
+        graph[name] = imported
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[tuple[str, ...]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[tuple[str, ...]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, successors = work[-1]
+            for successor in successors:
+                if successor not in index:
+                    index[successor] = low[successor] = len(index)
+                    stack.append(successor)
+                    on_stack.add(successor)
+                    work.append((successor, iter(sorted(graph[successor]))))
+                    break
+                if successor in on_stack:
+                    low[node] = min(low[node], index[successor])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(tuple(sorted(component)))
+    return found
+
+
+def _package_graph() -> dict[str, set[str]]:
+    return import_graph(Path(paimon_core.table.__file__).parent.parent)
+
+
+def test_the_graph_sees_every_kind_of_import(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.b import X\n"
+    )
+    (package / "b.py").write_text("def f():\n    from pkg.sub import c\n")
+    (package / "sub" / "__init__.py").write_text("from . import c\n")
+    (package / "sub" / "c.py").write_text("from ..a import Y\nimport pkg.b\n")
+    graph = import_graph(package)
+    assert graph["pkg.a"] == {"pkg.b"}
+    assert graph["pkg.b"] == {"pkg.sub.c"}
+    assert graph["pkg.sub"] == {"pkg.sub.c"}
+    assert graph["pkg.sub.c"] == {"pkg.a", "pkg.b"}
+    assert cycles(graph) == [("pkg.a", "pkg.b", "pkg.sub.c")]
+
+
+def test_table_has_no_import_cycle() -> None:
+    graph = _package_graph()
+    table = {name: {d for d in deps if d.startswith("paimon_core.table")} for name, deps in graph.items()
+             if name == "paimon_core.table" or name.startswith("paimon_core.table.")}  # fmt: skip
+    found = [c for c in cycles(table) if c not in ALLOWED_CYCLES]
+    assert found == []
+
+
+def test_paimon_core_has_no_import_cycle() -> None:
+    found = [c for c in cycles(_package_graph()) if c not in ALLOWED_CYCLES]
+    assert found == []
+
+
+def test_only_the_facade_imports_the_facade() -> None:
+    graph = _package_graph()
+    importers = {name for name, deps in graph.items() if "paimon_core.table._table" in deps}
+    table_importers = {n for n in importers if n == "paimon_core.table" or n.startswith("paimon_core.table.")}
+    assert table_importers <= FACADE_IMPORTERS
+    # Above table/, the facade is reached through the package (paimon_core.table), never its module.
+    assert importers - FACADE_IMPORTERS == set()

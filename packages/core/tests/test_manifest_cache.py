@@ -10,7 +10,7 @@ import pytest
 from paimon_core import Catalog
 from paimon_core.manifest import read_manifest_file
 from paimon_core.manifest._cache import manifest_cache
-from paimon_core.table import _scan
+from paimon_core.table import _entries
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def decoded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         names.append(path)
         return real(storage, path)
 
-    monkeypatch.setattr(_scan, "read_manifest_file", counting)
+    monkeypatch.setattr(_entries, "read_manifest_file", counting)
     manifest_cache.clear()
     return names
 

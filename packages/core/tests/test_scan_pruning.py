@@ -18,7 +18,7 @@ from paimon_core.manifest import ManifestEntry, _avro
 from paimon_core.manifest._cache import manifest_cache
 from paimon_core.predicate import Predicate, parse_filter
 from paimon_core.stats import decode_stats
-from paimon_core.table import StreamScan, TableScan, _scan
+from paimon_core.table import StreamScan, TableScan, _entries, _scan
 
 SCHEMA = pa.schema([("dt", pa.string()), ("hr", pa.int32()), ("id", pa.int64()), ("name", pa.string())])
 DAYS = [f"2024-01-{d:02d}" for d in range(1, 7)]
@@ -172,7 +172,7 @@ def test_single_partition_layout_after_merges(table: Any) -> None:
     snapshot = table.latest_snapshot()
     metas = read_manifest_list(table.storage, table.manifest_path(snapshot.base_manifest_list))
     metas += read_manifest_list(table.storage, table.manifest_path(snapshot.delta_manifest_list))
-    pruner = _scan._PartitionPruner(table, parse_filter([("dt", "=", DAYS[3])])[0])
+    pruner = _entries._PartitionPruner(table, parse_filter([("dt", "=", DAYS[3])])[0])
     assert sum(pruner.manifest_may_match(m) for m in metas) < len(metas)
 
 

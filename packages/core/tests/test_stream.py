@@ -10,10 +10,11 @@ from paimon_core import Catalog, Consumer, ConsumerManager, StreamPosition, Stre
 from paimon_core.errors import ConfigError, SnapshotNotFoundError, TagNotFoundError
 from paimon_core.maintenance import create_tag
 from paimon_core.manifest import DataFileMeta
-from paimon_core.table import Table, plan_batch
+from paimon_core.table import Table, TableStore, plan_batch
 
 
-def ids(table: Table, splits) -> list[int]:  # type: ignore[no-untyped-def]
+def ids(table: TableStore, splits) -> list[int]:  # type: ignore[no-untyped-def]
+    assert isinstance(table, Table)  # a stream scan keeps the handle it was given: here a Table
     return sorted(table.new_read().to_arrow(splits).column("id").to_pylist())
 
 

@@ -10,6 +10,7 @@ Quick tour::
     table.to_arrow(filter=[("dt", "=", "2024-01-01")])
 """
 
+from paimon_core._open_table import open_table
 from paimon_core._standard_hooks import STANDARD_HOOKS
 from paimon_core._version import __version__
 from paimon_core.catalog import Catalog
@@ -47,13 +48,15 @@ from paimon_core.table import (
     TableRead,
     TableScan,
     TableWrite,
-    open_table,
+    set_default_hooks,
 )
-from paimon_core.table._hooks import set_default_hooks
 
-set_default_hooks(STANDARD_HOOKS)  # compaction and expiration plug into tables from above
+# The catalog and open_table hand every table they open the standard hooks; the default serves only a
+# bare Table(path, storage, schema), as test harnesses build over wrapped storage (docs/architecture.md).
+set_default_hooks(STANDARD_HOOKS)
 
 __all__ = [
+    "STANDARD_HOOKS",
     "Catalog",
     "CommitConflictError",
     "CommitError",

@@ -1,7 +1,8 @@
 """The standard table hooks: what Paimon's writers and committers do around a commit.
 
-Installed by ``paimon_core/__init__.py``, above every subpackage, so that ``table/`` depends on neither
-``compact/`` nor ``maintenance/`` (see :mod:`paimon_core.table._hooks`).
+Above every subpackage, so that ``table/`` depends on neither ``compact/`` nor ``maintenance/``: the
+catalog and :func:`paimon_core.open_table` hand them to every table they open, and ``paimon_core`` makes
+them the default of a bare ``Table(...)`` (see :mod:`paimon_core.table._store`).
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ from collections.abc import Sequence
 from paimon_core import options as opts
 from paimon_core.compact import InlineBucketCompaction, InlineCompactor, precommit_compact
 from paimon_core.maintenance import expire_consumers, expire_snapshots, might_expire
-from paimon_core.table import Table, TableHooks
+from paimon_core.table import TableHooks, TableStore
 
 __all__ = ["STANDARD_HOOKS"]
 
 
-def _expire_after_commit(table: Table, created: Sequence[int]) -> None:
+def _expire_after_commit(table: TableStore, created: Sequence[int]) -> None:
     """Expire idle consumers, then snapshots, after a commit, as Java's committer does: consumers first, so
     that the snapshots they held go in the same round; snapshots never for write-only tables (Java expires
     consumers there too), and cheaply skipped when nothing can expire."""

@@ -11,6 +11,7 @@ from typing import Any, cast
 import pyarrow as pa
 
 from paimon_core import options as opts
+from paimon_core._standard_hooks import STANDARD_HOOKS
 from paimon_core.errors import (
     CatalogError,
     ConfigError,
@@ -215,7 +216,7 @@ class Catalog:
         self.storage.mkdirs(path)
         SchemaManager(self.storage, path).create(table_schema)
         logger.info("created table %s at %s", identifier, redact(path))
-        return Table(path, self.storage, table_schema, identifier, self.table_defaults)
+        return Table(path, self.storage, table_schema, identifier, self.table_defaults, STANDARD_HOOKS)
 
     @staticmethod
     def _append_schema(
@@ -286,7 +287,9 @@ class Catalog:
         schema = SchemaManager(self.storage, path).latest()
         if schema is None:
             raise self._table_not_found(identifier)
-        return Table(path, self.storage, schema, identifier, {**self.table_defaults, **dynamic_options})
+        return Table(
+            path, self.storage, schema, identifier, {**self.table_defaults, **dynamic_options}, STANDARD_HOOKS
+        )
 
     def drop_table(self, identifier: str, *, missing_ok: bool = False) -> None:
         if not self.table_exists(identifier):

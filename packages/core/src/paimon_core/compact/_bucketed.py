@@ -18,7 +18,7 @@ from paimon_core import options as opts
 from paimon_core.manifest import DataFileMeta
 
 if TYPE_CHECKING:
-    from paimon_core.table import Table
+    from paimon_core.table import TableStore
 
 __all__ = ["FULL_COMPACT_MIN_FILE", "BucketCompactManager", "InlineBucketCompaction", "pick_full_compaction"]
 
@@ -120,7 +120,7 @@ class InlineBucketCompaction:
     each ``prepare_commit`` then queues the bucket's new files and compacts when the window fills.
     """
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: TableStore) -> None:
         self.table = table
         self._min_file_num = table.options.get_option(opts.COMPACTION_MIN_FILE_NUM)
         self._max_file_num = table.options.get_option(opts.COMPACTION_MAX_FILE_NUM)

@@ -30,7 +30,7 @@ from paimon_core.storage import join_path
 from paimon_core.table import CommitMessage, CompactedChangelogNames, is_compacted_changelog
 
 if TYPE_CHECKING:
-    from paimon_core.table import Table
+    from paimon_core.table import TableStore
 
 __all__ = ["ChangelogCompactSizes", "precommit_compact_changelog"]
 
@@ -48,7 +48,7 @@ class ChangelogCompactSizes:
     candidate_size: int  # files of this size or more are left alone
 
     @classmethod
-    def of(cls, table: Table) -> ChangelogCompactSizes:
+    def of(cls, table: TableStore) -> ChangelogCompactSizes:
         target = table.options.target_file_size(False)
         buffer = table.options.get_option(opts.CHANGELOG_PRECOMMIT_COMPACT_BUFFER_SIZE)
         return cls(target, min(target // 10 * 7, buffer))
@@ -66,7 +66,7 @@ class _Member:
 
 
 def _groups(
-    table: Table, messages: Sequence[CommitMessage], sizes: ChangelogCompactSizes
+    table: TableStore, messages: Sequence[CommitMessage], sizes: ChangelogCompactSizes
 ) -> list[list[_Member]]:
     """The groups of two or more files to concatenate, per (partition, kind), in commit order."""
     done: list[list[_Member]] = []
@@ -96,7 +96,7 @@ def _groups(
 
 
 def _read_ahead(
-    table: Table, paths: Sequence[tuple[str, int]], pool: ThreadPoolExecutor
+    table: TableStore, paths: Sequence[tuple[str, int]], pool: ThreadPoolExecutor
 ) -> Generator[bytes, None, None]:
     """The bytes of each file in order, read on ``pool`` while at most a buffer's worth waits."""
     budget = table.options.get_option(opts.CHANGELOG_PRECOMMIT_COMPACT_BUFFER_SIZE)
@@ -118,7 +118,7 @@ def _read_ahead(
 
 
 def _concatenate(
-    table: Table, partition: bytes, group: Sequence[_Member], pool: ThreadPoolExecutor
+    table: TableStore, partition: bytes, group: Sequence[_Member], pool: ThreadPoolExecutor
 ) -> tuple[str, list[DataFileMeta]]:
     """Copy the group's files into one file; returns its path and the renamed entries, in group order."""
     contents = _read_ahead(table, [(m.path, m.file.file_size) for m in group], pool)
@@ -140,7 +140,7 @@ def _concatenate(
     return path, renamed
 
 
-def precommit_compact_changelog(table: Table, messages: Sequence[CommitMessage]) -> list[CommitMessage]:
+def precommit_compact_changelog(table: TableStore, messages: Sequence[CommitMessage]) -> list[CommitMessage]:
     """Concatenate the small changelog files of one commit's messages (see the module docstring).
 
     The messages come back in their order with their data files untouched; each merged changelog file is
@@ -189,7 +189,7 @@ def _with_renamed(
     )
 
 
-def _delete_quietly(table: Table, path: str) -> None:
+def _delete_quietly(table: TableStore, path: str) -> None:
     try:
         table.storage.delete(path)
     except OSError:

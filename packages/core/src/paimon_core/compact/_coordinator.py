@@ -30,7 +30,7 @@ from paimon_core.table import explain_missing, live_entries, manifest_metas, rea
 
 if TYPE_CHECKING:
     from paimon_core.predicate import Predicate
-    from paimon_core.table import Table
+    from paimon_core.table import TableStore
 
 __all__ = ["COMPACT_AGE", "REMOVE_AGE", "CompactCoordinator", "CoordinatorOptions", "TableCoordinator"]
 
@@ -61,7 +61,7 @@ class CoordinatorOptions:
         return int(self.target_file_size * self.small_file_ratio)
 
     @classmethod
-    def of(cls, table: Table) -> CoordinatorOptions:
+    def of(cls, table: TableStore) -> CoordinatorOptions:
         options = table.options
         return cls(
             target_file_size=options.target_file_size(bool(table.schema.primary_keys)),
@@ -179,7 +179,7 @@ class TableCoordinator:
 
     def __init__(
         self,
-        table: Table,
+        table: TableStore,
         partition_filter: Callable[[dict[str, object]], bool] | None = None,
         predicate: Predicate | None = None,
     ) -> None:

@@ -12,7 +12,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from paimon_core.compact._job import CompactJob, CompactSummary
 from paimon_core.compact._runner import LocalRunner, TaskRunner
@@ -21,12 +21,23 @@ from paimon_core.progress import Progress, resolve_progress
 from paimon_core.redaction import get_logger
 
 if TYPE_CHECKING:
-    from paimon_core.catalog import Catalog
-    from paimon_core.table import Table
+    from paimon_core.table import TableStore
 
-__all__ = ["DATABASE_MODES", "compact_database", "select_tables"]
+__all__ = ["DATABASE_MODES", "TableCatalog", "compact_database", "select_tables"]
 
 logger = get_logger(__name__)
+
+
+class TableCatalog(Protocol):
+    """What compacting a database asks of a catalog (:class:`paimon_core.Catalog` is one). A protocol: the
+    catalog hands its tables the standard hooks, so it is above compaction and cannot be imported here."""
+
+    def list_databases(self) -> list[str]: ...
+
+    def list_tables(self, database: str) -> list[str]: ...
+
+    def get_table(self, identifier: str) -> TableStore: ...
+
 
 DATABASE_MODES = ("divided", "combined")
 _MAX_BATCH_ROUNDS = 20
@@ -43,7 +54,7 @@ def _pattern(regex: str | None, default: str | None) -> re.Pattern[str] | None:
 
 
 def select_tables(
-    catalog: Catalog,
+    catalog: TableCatalog,
     including_databases: str | None = None,
     including_tables: str | None = None,
     excluding_tables: str | None = None,
@@ -65,7 +76,7 @@ def select_tables(
 
 
 def compact_database(
-    catalog: Catalog,
+    catalog: TableCatalog,
     *,
     including_databases: str | None = None,
     including_tables: str | None = None,
@@ -112,7 +123,7 @@ def compact_database(
 
     def new_job(name: str) -> CompactJob | None:
         try:
-            table: Table = catalog.get_table(name)
+            table: TableStore = catalog.get_table(name)
             return CompactJob(table, streaming=streaming, runner=active, progress=display)
         except PaimonError as exc:  # e.g. a table kind this library cannot compact
             logger.warning("skipping %s: %s", name, exc)

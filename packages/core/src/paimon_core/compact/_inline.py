@@ -27,14 +27,14 @@ from paimon_core.redaction import get_logger
 from paimon_core.table import CommitMessage
 
 if TYPE_CHECKING:
-    from paimon_core.table import Table
+    from paimon_core.table import TableStore
 
 __all__ = ["InlineCompactor", "inline_compaction_enabled", "precommit_compact", "precommit_enabled"]
 
 logger = get_logger(__name__)
 
 
-def inline_compaction_enabled(table: Table) -> bool:
+def inline_compaction_enabled(table: TableStore) -> bool:
     """Writers compact unless ``write-only``."""
     return not table.options.get_option(opts.WRITE_ONLY)
 
@@ -42,7 +42,7 @@ def inline_compaction_enabled(table: Table) -> bool:
 class InlineCompactor:
     """The unaware-bucket coordinator of one table handle, run after each of its commits."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: TableStore) -> None:
         self.table = table
         self.job = CompactJob(table, streaming=True, runner=LocalRunner(1), progress=Progress(False))
         self.failure: str | None = None  # the error of the last round, while rounds keep failing
@@ -73,7 +73,7 @@ class InlineCompactor:
         return created
 
 
-def precommit_enabled(table: Table) -> bool:
+def precommit_enabled(table: TableStore) -> bool:
     """Whether :func:`precommit_compact` rewrites anything for this table: ``precommit-compact`` is set and
     the table is an unaware-bucket append table or a primary-key table."""
     if not table.options.get_option(opts.PRECOMMIT_COMPACT):
@@ -98,7 +98,7 @@ def _groups(files: Sequence[DataFileMeta], options: CoordinatorOptions) -> list[
     return [g for g in groups if len(g) > 1]  # a lone file is committed as it is
 
 
-def precommit_compact(table: Table, messages: Sequence[CommitMessage]) -> list[CommitMessage]:
+def precommit_compact(table: TableStore, messages: Sequence[CommitMessage]) -> list[CommitMessage]:
     """Paimon's ``precommit-compact``: merge the small new files of one commit before the commit lands.
 
     Call it once on the messages of *all* the writers of a commit, just before committing them:

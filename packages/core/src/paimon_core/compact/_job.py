@@ -54,7 +54,7 @@ from paimon_core.table import (
 
 if TYPE_CHECKING:
     from paimon_core.snapshot import Snapshot
-    from paimon_core.table import Table
+    from paimon_core.table import TableStore
 
 __all__ = ["MODES", "CompactJob", "CompactSummary", "Progress", "compact_table"]
 
@@ -132,7 +132,7 @@ class CompactJob:
 
     def __init__(
         self,
-        table: Table,
+        table: TableStore,
         *,
         partitions: PartitionSpecs = None,
         streaming: bool = False,
@@ -408,7 +408,7 @@ def _identifiers(message: CommitMessage) -> set[FileIdentifier]:
 
 
 def compact_table(
-    table: Table,
+    table: TableStore,
     *,
     partitions: PartitionSpecs = None,
     mode: str = "batch",

@@ -19,7 +19,7 @@ from paimon_core.errors import ConfigError, SchemaError
 from paimon_core.predicate import Predicate, parse_filter
 
 if TYPE_CHECKING:
-    from paimon_core.table import Table
+    from paimon_core.table import TableStore
 
 __all__ = ["PartitionFilter", "parse_partition_specs"]
 
@@ -63,7 +63,7 @@ class PartitionFilter:
     default_name: str
 
     @classmethod
-    def of(cls, table: Table, specs: PartitionSpecs) -> PartitionFilter | None:
+    def of(cls, table: TableStore, specs: PartitionSpecs) -> PartitionFilter | None:
         """The filter for ``table``, or None when ``specs`` is empty (every partition).
 
         Raises:

@@ -13,14 +13,14 @@ import os
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from paimon_core.manifest import DataFileMeta
 from paimon_core.redaction import get_logger
 from paimon_core.table import CommitMessage
 
 if TYPE_CHECKING:
-    from paimon_core.table import Table
+    from paimon_core.table import TableStore
 
 __all__ = ["CompactionTask", "LocalRunner", "TaskRunner", "delete_outputs", "run_task"]
 
@@ -39,19 +39,21 @@ class CompactionTask(Protocol):
     @property
     def input_bytes(self) -> int: ...
 
-    def run(self, table: Table) -> CommitMessage: ...
+    def run(self, table: TableStore) -> CommitMessage: ...
 
 
 class TaskRunner(Protocol):
-    def __call__(self, table: Table, tasks: Sequence[CompactionTask]) -> Iterator[CommitMessage]: ...
+    # ``table`` is the store the job was given (a Table for every table a catalog opens). Any, not
+    # TableStore: engines' runners (paimon_spark's SparkRunner) annotate it as a Table.
+    def __call__(self, table: Any, tasks: Sequence[CompactionTask]) -> Iterator[CommitMessage]: ...
 
 
-def run_task(table: Table, task: CompactionTask) -> CommitMessage:
+def run_task(table: TableStore, task: CompactionTask) -> CommitMessage:
     """Run one task (a module-level function, so process pools and Spark can pickle it)."""
     return task.run(table)
 
 
-def delete_outputs(table: Table, messages: Sequence[CommitMessage]) -> None:
+def delete_outputs(table: TableStore, messages: Sequence[CommitMessage]) -> None:
     """Delete the outputs of compaction messages that will not be committed."""
     table.delete_new_files(messages)
 
@@ -88,7 +90,7 @@ class LocalRunner:
                 )
         return self._pool
 
-    def __call__(self, table: Table, tasks: Sequence[CompactionTask]) -> Iterator[CommitMessage]:
+    def __call__(self, table: TableStore, tasks: Sequence[CompactionTask]) -> Iterator[CommitMessage]:
         if self.parallelism == 1 or (len(tasks) == 1 and not self.processes):
             # A failing task deletes its own outputs; yielded messages belong to the caller.
             for task in tasks:

@@ -25,7 +25,7 @@ from paimon_core.manifest import DataFileMeta
 from paimon_core.table import CommitMessage
 
 if TYPE_CHECKING:
-    from paimon_core.table import Table
+    from paimon_core.table import TableStore
 
 __all__ = ["ORDER_STRATEGIES", "SortCompactTask", "check_sort_columns", "sort_table", "z_order_key"]
 
@@ -33,7 +33,7 @@ ORDER_STRATEGIES = ("order", "zorder")
 _KEY_BITS = 64
 
 
-def check_sort_columns(table: Table, order_strategy: str, order_by: Sequence[str]) -> None:
+def check_sort_columns(table: TableStore, order_strategy: str, order_by: Sequence[str]) -> None:
     """Raise when the strategy or columns cannot be used on this table."""
     if table.schema.primary_keys:
         raise ConfigError(
@@ -113,7 +113,7 @@ class SortCompactTask:
     def input_bytes(self) -> int:
         return sum(f.file_size for f in self.files)
 
-    def run(self, table: Table) -> CommitMessage:
+    def run(self, table: TableStore) -> CommitMessage:
         chunks = list(read_files(table, self.partition, self.bucket, self.files))
         data = pa.concat_tables(chunks) if chunks else table.arrow_schema.empty_table()
         ordered = sort_table(data, self.order_strategy, self.order_by)

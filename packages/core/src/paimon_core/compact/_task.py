@@ -23,7 +23,7 @@ from paimon_core.redaction import get_logger
 from paimon_core.table import CommitMessage, DataFileWriter, DataSplit, DictionaryChoice, TableRead
 
 if TYPE_CHECKING:
-    from paimon_core.table import Table
+    from paimon_core.table import TableStore
 
 __all__ = ["CompactTask", "read_files", "rewrite_files", "write_sorted"]
 
@@ -61,7 +61,7 @@ class CompactTask:
     def input_bytes(self) -> int:
         return sum(f.file_size for f in self.files)
 
-    def run(self, table: Table) -> CommitMessage:
+    def run(self, table: TableStore) -> CommitMessage:
         after = rewrite_files(table, self.partition, self.bucket, self.files)
         return CommitMessage(
             self.partition,
@@ -86,7 +86,7 @@ def _reader_threads() -> ThreadPoolExecutor:
 
 
 def read_files(
-    table: Table, partition: bytes, bucket: int, files: Sequence[DataFileMeta]
+    table: TableStore, partition: bytes, bucket: int, files: Sequence[DataFileMeta]
 ) -> Iterator[pa.Table]:
     """The contents of ``files`` in order (current schema), read ahead on a few threads."""
     split = DataSplit(0, partition, bucket, table.bucket_dir(partition, bucket), tuple(files))
@@ -115,7 +115,7 @@ def read_files(
             future.cancel()
 
 
-def _dictionary_choice(table: Table) -> DictionaryChoice:
+def _dictionary_choice(table: TableStore) -> DictionaryChoice:
     """The choice of dictionary-encoded columns that every compaction of the table's current schema in this
     process shares: judging it counts the distinct values of each column of a sample, which cost as much as
     encoding the output of a bucket of small files, once per task."""
@@ -128,7 +128,7 @@ def _dictionary_choice(table: Table) -> DictionaryChoice:
 
 
 def _new_writer(
-    table: Table, partition: bytes, bucket: int, first_sequence: int, file_source: int
+    table: TableStore, partition: bytes, bucket: int, first_sequence: int, file_source: int
 ) -> DataFileWriter:
     return DataFileWriter(
         table=table,
@@ -143,7 +143,7 @@ def _new_writer(
 
 
 def write_sorted(
-    table: Table,
+    table: TableStore,
     partition: bytes,
     bucket: int,
     data: Iterator[pa.Table],
@@ -170,7 +170,7 @@ def write_sorted(
 
 
 def rewrite_files(
-    table: Table,
+    table: TableStore,
     partition: bytes,
     bucket: int,
     files: Sequence[DataFileMeta],

@@ -16,12 +16,12 @@ from paimon_core import options as opts
 from paimon_core.consumer import ConsumerManager
 
 if TYPE_CHECKING:
-    from paimon_core.table import Table
+    from paimon_core.table import TableStore
 
 __all__ = ["clear_consumers", "expire_consumers"]
 
 
-def expire_consumers(table: Table, *, now_millis: int | None = None) -> list[str]:
+def expire_consumers(table: TableStore, *, now_millis: int | None = None) -> list[str]:
     """Delete the consumers idle for longer than ``consumer.expiration-time`` (nothing when it is unset).
 
     A consumer is idle since its file was last written (each checkpoint of its reader rewrites it); a store
@@ -42,7 +42,7 @@ def expire_consumers(table: Table, *, now_millis: int | None = None) -> list[str
 
 
 def clear_consumers(
-    table: Table, including_consumers: str | None = None, excluding_consumers: str | None = None
+    table: TableStore, including_consumers: str | None = None, excluding_consumers: str | None = None
 ) -> list[str]:
     """Paimon's ``clear_consumers``: delete the consumers whose id matches ``including_consumers`` (a regular
     expression matching whole ids; all consumers when None or blank) and not ``excluding_consumers``.

@@ -59,7 +59,7 @@ from paimon_core.table import live_entries, real_changelog_path
 from paimon_core.tag import TagManager
 
 if TYPE_CHECKING:
-    from paimon_core.table import Table
+    from paimon_core.table import TableStore
 
 __all__ = ["expire_snapshots"]
 
@@ -70,7 +70,7 @@ _FileKey = tuple[bytes, int, str]  # (partition, bucket, file name): how Java ma
 
 
 def expire_snapshots(
-    table: Table,
+    table: TableStore,
     *,
     retain_max: int | None = None,
     retain_min: int | None = None,
@@ -130,7 +130,7 @@ def expire_snapshots(
     return _expire_until(table, earliest, end, resolve_progress(progress))
 
 
-def might_expire(table: Table, latest_id: int, now_millis: int | None = None) -> bool:
+def might_expire(table: TableStore, latest_id: int, now_millis: int | None = None) -> bool:
     """Whether the table options let anything expire, judged without reading a manifest (writers ask
     this after each commit; most commits read one hint and stop)."""
     options = table.options
@@ -151,7 +151,13 @@ def might_expire(table: Table, latest_id: int, now_millis: int | None = None) ->
 
 
 def _expire_end(
-    table: Table, latest: int, earliest: int, retain_min: int, retain_max: int, limit: int, threshold: int
+    table: TableStore,
+    latest: int,
+    earliest: int,
+    retain_min: int,
+    retain_max: int,
+    limit: int,
+    threshold: int,
 ) -> int:
     """The first snapshot id to keep (docs/format.md#snapshot-expiration)."""
     low = max(latest - retain_max + 1, earliest)
@@ -168,7 +174,7 @@ def _expire_end(
     return max_exclusive
 
 
-def _expire_until(table: Table, begin: int, end: int, display: Progress) -> int:
+def _expire_until(table: TableStore, begin: int, end: int, display: Progress) -> int:
     """Expire the snapshots ``[begin, end)``; returns how many there were."""
     sm = table.snapshot_manager
     snapshots = [s for s in (sm.try_snapshot(i) for i in range(begin, end + 1)) if s is not None]
@@ -214,12 +220,12 @@ def _expire_until(table: Table, begin: int, end: int, display: Progress) -> int:
     return len(expired)
 
 
-def _paths_used_by(table: Table, snapshot: Snapshot) -> set[str]:
+def _paths_used_by(table: TableStore, snapshot: Snapshot) -> set[str]:
     """Every data file path the snapshot uses (through the handle's live-file index: usually incremental)."""
     return {path for entry in table.live_files.at(snapshot).values() for path in entry_paths(table, entry)}
 
 
-def clean_after_last_tag(table: Table, snapshot: Snapshot, other_tags: list[Snapshot]) -> None:
+def clean_after_last_tag(table: TableStore, snapshot: Snapshot, other_tags: list[Snapshot]) -> None:
     """Delete what only an expired ``snapshot`` used, now that its last tag is gone (Java's ``deleteTag``).
 
     Data files go unless the nearest other tag before it, or the nearer of the next tag and the earliest
@@ -255,13 +261,13 @@ def clean_after_last_tag(table: Table, snapshot: Snapshot, other_tags: list[Snap
     _delete_unused_metadata(table, [snapshot], neighbours)
 
 
-def _delete_data_files(table: Table, paths: set[str], counter: ProgressCounter | None = None) -> None:
+def _delete_data_files(table: TableStore, paths: set[str], counter: ProgressCounter | None = None) -> None:
     _delete_all(table, paths, "data file", counter)
     if table.options.get_option(opts.SNAPSHOT_CLEAN_EMPTY_DIRECTORIES):
         _remove_empty_dirs(table, paths)
 
 
-def _delete_unused_metadata(table: Table, gone: list[Snapshot], kept: list[Snapshot]) -> None:
+def _delete_unused_metadata(table: TableStore, gone: list[Snapshot], kept: list[Snapshot]) -> None:
     """The manifests, then manifest lists and statistics files, of ``gone`` that no snapshot of ``kept``
     uses; nothing when a list of ``kept`` cannot be read."""
     for paths, what in _unused_metadata_paths(table, gone, kept):
@@ -269,7 +275,7 @@ def _delete_unused_metadata(table: Table, gone: list[Snapshot], kept: list[Snaps
 
 
 def _unused_metadata_paths(
-    table: Table, gone: list[Snapshot], kept: list[Snapshot]
+    table: TableStore, gone: list[Snapshot], kept: list[Snapshot]
 ) -> list[tuple[set[str], str]]:
     """(paths, what) of the metadata of ``gone`` that ``kept`` does not use, in deletion order: manifests,
     manifest lists, statistics files, index files, index manifests. Empty when a list of ``kept`` cannot be read."""
@@ -293,7 +299,7 @@ def _unused_metadata_paths(
     ]
 
 
-def _data_files_to_delete(table: Table, snapshots: list[Snapshot], tags: list[Snapshot]) -> set[str]:
+def _data_files_to_delete(table: TableStore, snapshots: list[Snapshot], tags: list[Snapshot]) -> set[str]:
     """Paths of the files that the deltas of ``snapshots`` delete (and do not re-add), minus those the
     nearest earlier tag still uses; a snapshot whose delta or tag cannot be read deletes nothing."""
     tag_ids = [t.id for t in tags]
@@ -314,7 +320,7 @@ def _data_files_to_delete(table: Table, snapshots: list[Snapshot], tags: list[Sn
     return doomed
 
 
-def _left_over_data_files(table: Table, begin: int, tags: list[Snapshot]) -> set[str]:
+def _left_over_data_files(table: TableStore, begin: int, tags: list[Snapshot]) -> set[str]:
     """Data files deleted by the deltas of snapshot files left below ``begin``, minus what any tag uses (a
     left-over file may be a stale publish, placed anywhere among the tags)."""
     sm = table.snapshot_manager
@@ -341,7 +347,7 @@ def _nearest_before(tags: list[Snapshot], tag_ids: list[int], snapshot_id: int) 
     return tags[index] if index >= 0 else None
 
 
-def _tag_files(table: Table, tag: Snapshot) -> frozenset[_FileKey] | None:
+def _tag_files(table: TableStore, tag: Snapshot) -> frozenset[_FileKey] | None:
     """The live files of a tagged snapshot, or None if its manifests cannot be read."""
     try:
         return frozenset((e.partition, e.bucket, e.file.file_name) for e in live_entries(table, tag))
@@ -352,7 +358,7 @@ def _tag_files(table: Table, tag: Snapshot) -> frozenset[_FileKey] | None:
         return None
 
 
-def _deleted_in_delta(table: Table, snapshot: Snapshot) -> list[ManifestEntry] | None:
+def _deleted_in_delta(table: TableStore, snapshot: Snapshot) -> list[ManifestEntry] | None:
     """The DELETE entries of a snapshot's delta not re-added there (a level upgrade), or None if unreadable."""
     try:
         entries = [
@@ -374,7 +380,7 @@ def _deleted_in_delta(table: Table, snapshot: Snapshot) -> list[ManifestEntry] |
     return list(deleted.values())
 
 
-def _changelog_files(table: Table, snapshot: Snapshot) -> set[str]:
+def _changelog_files(table: TableStore, snapshot: Snapshot) -> set[str]:
     """Files the snapshot's changelog manifests add; unreadable manifests are skipped (Java's rule)."""
     paths: set[str] = set()
     for meta in _read_list_quietly(table, snapshot.changelog_manifest_list):
@@ -397,7 +403,7 @@ def _tags_sharing_metadata(tags: list[Snapshot], begin: int, end: int) -> list[S
     return before_end[first:]
 
 
-def _metadata_in_use(table: Table, snapshots: list[Snapshot]) -> set[str] | None:
+def _metadata_in_use(table: TableStore, snapshots: list[Snapshot]) -> set[str] | None:
     """Manifest lists, manifests, index manifests and statistics files the snapshots use; None when some
     list cannot be read (then no metadata is deleted this run)."""
     used: set[str] = set()
@@ -418,7 +424,7 @@ def _metadata_in_use(table: Table, snapshots: list[Snapshot]) -> set[str] | None
 
 
 def _unused_metadata(
-    table: Table, expired: list[Snapshot], keep: set[str]
+    table: TableStore, expired: list[Snapshot], keep: set[str]
 ) -> tuple[set[str], set[str], set[str]]:
     """(manifests, manifest lists, statistics files) of the expired snapshots that nothing kept uses."""
     manifests: set[str] = set()
@@ -442,7 +448,7 @@ def _unused_metadata(
 _INDEX_FILE = "index/"  # marks index file names in a used set that also holds manifest names
 
 
-def _index_files_quietly(table: Table, index_manifest: str) -> list[str]:
+def _index_files_quietly(table: TableStore, index_manifest: str) -> list[str]:
     """The index files an index manifest lists, or none if it is gone or unreadable."""
     try:
         entries = read_index_manifest(table.storage, table.manifest_path(index_manifest))
@@ -452,11 +458,11 @@ def _index_files_quietly(table: Table, index_manifest: str) -> list[str]:
     return [e.file.file_name for e in entries]
 
 
-def _read_list(table: Table, name: str) -> list[ManifestFileMeta]:
+def _read_list(table: TableStore, name: str) -> list[ManifestFileMeta]:
     return read_manifest_list(table.storage, table.manifest_path(name))
 
 
-def _read_list_quietly(table: Table, name: str | None) -> list[ManifestFileMeta]:
+def _read_list_quietly(table: TableStore, name: str | None) -> list[ManifestFileMeta]:
     """A manifest list, or nothing if it is gone or unreadable (an earlier run may have deleted it)."""
     if not name:
         return []
@@ -467,16 +473,18 @@ def _read_list_quietly(table: Table, name: str | None) -> list[ManifestFileMeta]
         return []
 
 
-def _read_manifest(table: Table, meta: ManifestFileMeta) -> list[ManifestEntry]:
+def _read_manifest(table: TableStore, meta: ManifestFileMeta) -> list[ManifestEntry]:
     return read_manifest_file(table.storage, table.manifest_path(meta.file_name))
 
 
-def _data_path(table: Table, entry: ManifestEntry) -> str:
+def _data_path(table: TableStore, entry: ManifestEntry) -> str:
     file = entry.file
     return file.external_path or join_path(table.bucket_dir(entry.partition, entry.bucket), file.file_name)
 
 
-def _delete_all(table: Table, paths: set[str], what: str, counter: ProgressCounter | None = None) -> None:
+def _delete_all(
+    table: TableStore, paths: set[str], what: str, counter: ProgressCounter | None = None
+) -> None:
     """Delete in parallel; a file already gone is fine, another failure is logged and leaves an orphan."""
     storage = table.storage
 
@@ -502,7 +510,7 @@ def _run(action: Callable[[str], None], items: list[str]) -> None:
         list(pool.map(action, items))
 
 
-def _remove_empty_dirs(table: Table, deleted: set[str]) -> None:
+def _remove_empty_dirs(table: TableStore, deleted: set[str]) -> None:
     """Remove directories the deletions left empty, bucket first, then partitions up to the table root.
 
     Object stores have no empty directories to remove. Elsewhere the emptiness test and ``delete_dir`` are

@@ -24,7 +24,7 @@ from paimon_core.storage import FileInfo, join_path
 from paimon_core.tag import TagManager
 
 if TYPE_CHECKING:
-    from paimon_core.table import Table
+    from paimon_core.table import TableStore
 
 __all__ = ["OrphanCleanResult", "remove_orphan_files"]
 
@@ -42,7 +42,7 @@ class OrphanCleanResult:
 
 
 def remove_orphan_files(
-    table: Table,
+    table: TableStore,
     older_than: dt.datetime | int | str | None = None,
     dry_run: bool = False,
     *,
@@ -80,7 +80,7 @@ def remove_orphan_files(
     return OrphanCleanResult(tuple(sorted(i.path for i in orphans)), sum(i.size for i in orphans))
 
 
-def _roots(table: Table) -> list[str]:
+def _roots(table: TableStore) -> list[str]:
     roots = [table.path.rstrip("/")]
     with contextlib.suppress(FileNotFoundError):
         branch_dir = join_path(roots[0], "branch")
@@ -88,7 +88,7 @@ def _roots(table: Table) -> list[str]:
     return roots
 
 
-def _used(table: Table) -> Reach:
+def _used(table: TableStore) -> Reach:
     """What the retained snapshots and the tags use. A snapshot that expires during the scan takes its
     files with it: the scan starts over without it (a few times), and only a file missing from a snapshot
     that is still retained means the table is corrupt."""
@@ -100,7 +100,7 @@ def _used(table: Table) -> Reach:
     return reach(table, _live_roots(table))
 
 
-def _live_roots(table: Table) -> list[Snapshot]:
+def _live_roots(table: TableStore) -> list[Snapshot]:
     """Retained snapshots (from EARLIEST on: files below it are expired, or stale publishes that lost to
     expiration) and tags, of the table and its branches."""
     snapshots: list[Snapshot] = []
@@ -124,7 +124,7 @@ def _is_used(info: FileInfo, where: _Where, used: Reach) -> bool:
     return info.path in used.data
 
 
-def _candidates(table: Table) -> list[tuple[FileInfo, _Where]]:
+def _candidates(table: TableStore) -> list[tuple[FileInfo, _Where]]:
     """Files that may be orphans, each with the directory kind it lives in."""
     storage = table.storage
     found: list[tuple[FileInfo, _Where]] = []
@@ -155,7 +155,7 @@ def _stray_in_snapshot_dir(name: str, earliest: int | None) -> bool:
     return earliest is not None and int(suffix) < earliest
 
 
-def _bucket_dirs(table: Table) -> list[str]:
+def _bucket_dirs(table: TableStore) -> list[str]:
     """``bucket-*`` directories under the partition tree (one level per partition key)."""
     level = [table.path.rstrip("/")]
     for _ in table.partition_keys:
@@ -172,7 +172,7 @@ def _bucket_dirs(table: Table) -> list[str]:
     return buckets
 
 
-def _remove_empty_bucket_dirs(table: Table) -> None:
+def _remove_empty_bucket_dirs(table: TableStore) -> None:
     for directory in _bucket_dirs(table):
         with contextlib.suppress(FileNotFoundError, OSError):
             if not table.storage.list_dir(directory):

@@ -20,7 +20,7 @@ from paimon_core.storage import StorageBackend, join_path, parent_path
 from paimon_core.table import real_changelog_path
 
 if TYPE_CHECKING:
-    from paimon_core.table import Table
+    from paimon_core.table import TableStore
 
 _T = TypeVar("_T")
 
@@ -34,7 +34,7 @@ class Reach:
     data: set[str] = field(default_factory=set)
 
 
-def reach(table: Table, snapshots: Iterable[Snapshot]) -> Reach:
+def reach(table: TableStore, snapshots: Iterable[Snapshot]) -> Reach:
     """Every file the snapshots use; each manifest is read once however many snapshots share it.
 
     Every data file that any manifest entry names counts (ADD or DELETE): conservative, as orphan removal
@@ -76,7 +76,7 @@ def reach(table: Table, snapshots: Iterable[Snapshot]) -> Reach:
     return found
 
 
-def _unless_gone(table: Table, name: str, read: Callable[[StorageBackend, str], list[_T]]) -> list[_T]:
+def _unless_gone(table: TableStore, name: str, read: Callable[[StorageBackend, str], list[_T]]) -> list[_T]:
     """``read`` of changelog manifest (list) ``name``, or nothing if it is gone: expiration deletes the
     changelog of a tagged snapshot (tags do not keep changelogs, as in Java), and lists after their manifests."""
     path = table.manifest_path(name)
@@ -88,12 +88,12 @@ def _unless_gone(table: Table, name: str, read: Callable[[StorageBackend, str], 
         return []
 
 
-def _paths(table: Table, entries: Iterable[ManifestEntry]) -> Iterable[str]:
+def _paths(table: TableStore, entries: Iterable[ManifestEntry]) -> Iterable[str]:
     for entry in entries:
         yield from entry_paths(table, entry)
 
 
-def entry_paths(table: Table, entry: ManifestEntry) -> Iterable[str]:
+def entry_paths(table: TableStore, entry: ManifestEntry) -> Iterable[str]:
     """The data file of a manifest entry and its extra files, which sit beside it (also under an external path)."""
     file = entry.file
     path = file.external_path or join_path(table.bucket_dir(entry.partition, entry.bucket), file.file_name)

@@ -21,17 +21,17 @@ from paimon_core.snapshot import EARLIEST_HINT, Snapshot
 from paimon_core.tag import Tag, TagManager, split_tag_names
 
 if TYPE_CHECKING:
-    from paimon_core.table import Table
+    from paimon_core.table import TableStore
 
 __all__ = ["create_tag", "delete_tag", "rollback_to"]
 
 
-def _tags(table: Table) -> TagManager:
+def _tags(table: TableStore) -> TagManager:
     return TagManager(table.storage, table.path)
 
 
 def create_tag(
-    table: Table,
+    table: TableStore,
     tag: str,
     snapshot_id: int | None = None,
     time_retained: dt.timedelta | str | None = None,
@@ -56,7 +56,7 @@ def create_tag(
     return _tags(table).create(tag, snapshot, time_retained, ignore_if_exists=ignore_if_exists)
 
 
-def delete_tag(table: Table, tag: str | Sequence[str]) -> list[str]:
+def delete_tag(table: TableStore, tag: str | Sequence[str]) -> list[str]:
     """Delete tags (a name, ``'a,b'`` or a list); returns the names deleted. Missing tags are skipped, as in Java.
 
     When a deleted tag was the last to keep a snapshot that has expired, the files only that snapshot used
@@ -79,7 +79,7 @@ def delete_tag(table: Table, tag: str | Sequence[str]) -> list[str]:
     return removed
 
 
-def rollback_to(table: Table, snapshot_id: int | None = None, tag: str | None = None) -> None:
+def rollback_to(table: TableStore, snapshot_id: int | None = None, tag: str | None = None) -> None:
     """Make ``snapshot_id`` (or the snapshot of ``tag``) the latest again (docs/format.md#rollback).
 
     Newer snapshot files and tags of newer snapshots are deleted; data files and manifests are left for
@@ -127,7 +127,7 @@ def rollback_to(table: Table, snapshot_id: int | None = None, tag: str | None = 
     sm.write_latest_hint(target.id)
 
 
-def _restore_tagged_snapshot(table: Table, target: Snapshot) -> None:
+def _restore_tagged_snapshot(table: TableStore, target: Snapshot) -> None:
     """Write back the snapshot file of a tag whose snapshot expired (or is missing), and move EARLIEST back
     to it when it is older than the earliest snapshot, before any newer snapshot is deleted.
 
@@ -153,7 +153,7 @@ def _restore_tagged_snapshot(table: Table, target: Snapshot) -> None:
 _ROLLBACK_SWEEPS = 5
 
 
-def _delete_newer_snapshots(table: Table, target: int) -> None:
+def _delete_newer_snapshots(table: TableStore, target: int) -> None:
     """Delete every snapshot file above ``target``, oldest first, and list again until none is left.
 
     Oldest first, the latest snapshot goes last: until then readers and writers see the table as it was

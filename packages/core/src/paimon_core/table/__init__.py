@@ -1,4 +1,8 @@
-"""Tables: writing, committing, scanning and reading."""
+"""Tables: writing, committing, scanning and reading.
+
+:class:`TableStore` is a table's context, which every operation takes; :class:`Table` is the facade over it
+that composes the operations; :class:`CommitPipeline` is the one way from written messages to snapshots.
+"""
 
 from paimon_core.table._compacted_changelog import (
     CompactedChangelogNames,
@@ -7,18 +11,20 @@ from paimon_core.table._compacted_changelog import (
     real_changelog_path,
 )
 from paimon_core.table._convert import conform_batch
-from paimon_core.table._follow import TableStream
-from paimon_core.table._hooks import TableHooks, default_hooks, set_default_hooks
-from paimon_core.table._messages import CommitMessage
-from paimon_core.table._read import TableRead
-from paimon_core.table._scan import (
-    DataSplit,
-    TableScan,
+from paimon_core.table._data_split import DataSplit
+from paimon_core.table._entries import (
+    LiveFileIndex,
     explain_missing,
     live_entries,
     manifest_metas,
     read_entries,
 )
+from paimon_core.table._follow import TableStream
+from paimon_core.table._messages import CommitMessage
+from paimon_core.table._pipeline import CommitPipeline
+from paimon_core.table._read import TableRead
+from paimon_core.table._scan import TableScan
+from paimon_core.table._store import TableHooks, TableStore, default_hooks, set_default_hooks
 from paimon_core.table._stream import (
     BatchScanStart,
     StreamPosition,
@@ -46,6 +52,7 @@ __all__ = [
     "AuditLogTable",
     "BatchScanStart",
     "CommitMessage",
+    "CommitPipeline",
     "CompactedChangelogNames",
     "DataFileWriter",
     "DataSplit",
@@ -53,6 +60,7 @@ __all__ = [
     "DictionaryChoice",
     "KeyValueTableRead",
     "KeyValueTableWrite",
+    "LiveFileIndex",
     "MergeTreeCompactTask",
     "ReadOptimizedTable",
     "StreamPosition",
@@ -63,6 +71,7 @@ __all__ = [
     "TableHooks",
     "TableRead",
     "TableScan",
+    "TableStore",
     "TableStream",
     "TableWrite",
     "changelog_slice",

@@ -23,10 +23,10 @@ from paimon_core.errors import CorruptMetadataError
 from paimon_core.manifest import FileKind, ManifestEntry, merge_entries, read_manifest_list
 from paimon_core.redaction import get_logger
 from paimon_core.snapshot import Snapshot
-from paimon_core.table._scan import read_entries
+from paimon_core.table._entries import read_entries
 
 if TYPE_CHECKING:
-    from paimon_core.table._table import Table
+    from paimon_core.table._store import TableStore
 
 __all__ = ["follows_chain"]
 
@@ -36,7 +36,7 @@ _PAUSES = (0.01, 0.05, 0.2, 0.5)  # seconds between looks when the answer is not
 
 
 def follows_chain(
-    table: Table, published: Snapshot, base: Snapshot | None, entries: Sequence[ManifestEntry]
+    table: TableStore, published: Snapshot, base: Snapshot | None, entries: Sequence[ManifestEntry]
 ) -> bool | None:
     """Whether ``published``, just created on top of ``base``, is part of the table's history.
 
@@ -55,7 +55,7 @@ def follows_chain(
 
 
 def _follows_chain(
-    table: Table, published: Snapshot, base: Snapshot | None, entries: Sequence[ManifestEntry]
+    table: TableStore, published: Snapshot, base: Snapshot | None, entries: Sequence[ManifestEntry]
 ) -> bool | None:
     sm = table.snapshot_manager
     try:
@@ -98,7 +98,7 @@ def _follows_chain(
         return None
 
 
-def _successor_saw(table: Table, successor: Snapshot, entries: Sequence[ManifestEntry]) -> bool | None:
+def _successor_saw(table: TableStore, successor: Snapshot, entries: Sequence[ManifestEntry]) -> bool | None:
     """Whether the state ``successor`` was built on (its base list) is the state our commit made."""
     ctx = table.manifest_context
     metas = read_manifest_list(table.storage, ctx.path(successor.base_manifest_list))

@@ -19,10 +19,10 @@ from paimon_core import options as opts
 from paimon_core.predicate import FilterLike, parse_filter
 from paimon_core.table._read import InsertKinds, TableRead
 from paimon_core.table._stream import StreamPosition, StreamScan
-from paimon_core.table.mergetree import KeyValueTableRead
+from paimon_core.table.mergetree._reader import KeyValueTableRead
 
 if TYPE_CHECKING:
-    from paimon_core.table._table import Table
+    from paimon_core.table._store import TableStore
 
 __all__ = ["TableStream"]
 
@@ -46,7 +46,7 @@ class TableStream:
 
     def __init__(
         self,
-        table: Table,
+        table: TableStore,
         columns: Sequence[str] | None = None,
         filter: FilterLike = None,
         *,

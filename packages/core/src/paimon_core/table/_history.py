@@ -27,7 +27,7 @@ from paimon_core.redaction import get_logger
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot, SnapshotManager
 
 if TYPE_CHECKING:
-    from paimon_core.table._table import Table
+    from paimon_core.table._store import TableStore
 
 __all__ = ["PROGRESS_PROPERTY", "CommitProgress", "OwnCommits"]
 
@@ -121,7 +121,7 @@ def rebuild_progress(sm: SnapshotManager, latest: Snapshot) -> CommitProgress:
 class OwnCommits:
     """The newest identifier a commit user committed, and where its recent commits landed."""
 
-    def __init__(self, table: Table, commit_user: str) -> None:
+    def __init__(self, table: TableStore, commit_user: str) -> None:
         self.table = table
         self.commit_user = commit_user
         self.last_identifier: int | None = None

@@ -25,7 +25,7 @@ from paimon_core.snapshot import Snapshot
 from paimon_core.tag import TagManager
 
 if TYPE_CHECKING:
-    from paimon_core.table._table import Table
+    from paimon_core.table._store import TableStore
 
 logger = get_logger(__name__)
 
@@ -126,7 +126,7 @@ def timestamp_millis(options: opts.Options, mode: str) -> int:
     return opts.to_millis(text)
 
 
-def start_snapshot(table: Table, options: opts.Options, mode: str) -> Snapshot:
+def start_snapshot(table: TableStore, options: opts.Options, mode: str) -> Snapshot:
     """The snapshot of ``scan.tag-name`` (kept by the tag even after it expired) or ``scan.snapshot-id``."""
     tag = options.get_option(opts.SCAN_TAG_NAME)
     if tag is not None:
@@ -181,7 +181,7 @@ STREAMING_ONLY_KEYS = frozenset(
 """Options only streaming reads use: a batch read given them (as dynamic options) says it ignores them."""
 
 
-def resolve_batch_scan(table: Table, options: opts.Options | None = None) -> BatchScanStart:
+def resolve_batch_scan(table: TableStore, options: opts.Options | None = None) -> BatchScanStart:
     """Resolve ``scan.mode`` and its options (``options``, the table's by default) for a batch read.
 
     Raises:
@@ -213,7 +213,7 @@ def resolve_batch_scan(table: Table, options: opts.Options | None = None) -> Bat
     raise ConfigError(f"scan.mode={mode} is not supported for batch reads of append tables", "scan.mode")
 
 
-def _incremental_start(table: Table, options: opts.Options, creation: int | None) -> BatchScanStart:
+def _incremental_start(table: TableStore, options: opts.Options, creation: int | None) -> BatchScanStart:
     """``incremental-between[-timestamp]`` resolved as Java Paimon does (docs/reads.md, "Incremental reads").
 
     Snapshot ids and timestamps read the range's files merged (Java 0.9), or with
@@ -243,7 +243,7 @@ def _incremental_start(table: Table, options: opts.Options, creation: int | None
 
 
 def _between_tags(
-    table: Table, options: opts.Options, first: str, last: str, creation: int | None, diff: bool
+    table: TableStore, options: opts.Options, first: str, last: str, creation: int | None, diff: bool
 ) -> BatchScanStart:
     """Two tags: compared as Java 0.9 compares them, or read as their snapshot ids (Java 1.1+'s
     ``incremental-between-tag-to-snapshot``)."""
@@ -256,7 +256,7 @@ def _between_tags(
     return dataclasses.replace(compared, diff_between_tags=compared.diff)
 
 
-def _timestamp_start(table: Table, between: str, creation: int | None, diff: bool) -> BatchScanStart:
+def _timestamp_start(table: TableStore, between: str, creation: int | None, diff: bool) -> BatchScanStart:
     key = opts.INCREMENTAL_BETWEEN_TIMESTAMP.key
     start_ms, end_ms = (opts.to_millis(part) for part in _two(between, key))
     _check_order(start_ms, end_ms, between, key)
@@ -279,7 +279,7 @@ def _timestamp_start(table: Table, between: str, creation: int | None, diff: boo
 
 
 def _range_start(
-    table: Table,
+    table: TableStore,
     start: int,
     end: Snapshot | None,
     bounds: str,
@@ -331,7 +331,7 @@ class StreamStart:
     full: bool = False
 
 
-def resolve_stream_start(table: Table, options: opts.Options | None = None) -> StreamStart:
+def resolve_stream_start(table: TableStore, options: opts.Options | None = None) -> StreamStart:
     """Resolve where a new streaming read starts: the consumer's recorded progress when ``consumer-id``
     names one (unless ``consumer.ignore-progress``), else ``scan.mode`` and its options.
 

@@ -26,11 +26,12 @@ from paimon_core.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexFile
 from paimon_core.predicate import Predicate
 from paimon_core.storage import LocalBackend, join_path, local_path, unwrap
 from paimon_core.table._compacted_changelog import open_changelog_slice
+from paimon_core.table._data_split import DataSplit
+from paimon_core.table._entries import explain_missing, is_changelog_file
 from paimon_core.table._pushdown import RowGroupFilter, compile_mask, rows_of_groups
-from paimon_core.table._scan import DataSplit, explain_missing, is_changelog_file
 
 if TYPE_CHECKING:
-    from paimon_core.table._table import Table
+    from paimon_core.table._store import TableStore
 
 _BATCH_ROWS = 64 * 1024
 
@@ -50,7 +51,7 @@ class TableRead:
 
     def __init__(
         self,
-        table: Table,
+        table: TableStore,
         columns: Sequence[str] | None = None,
         row_filter: Predicate | pc.Expression | None = None,
     ) -> None:
@@ -225,7 +226,7 @@ class InsertKinds(TableRead):
     """An append table's rows, each ``+I``."""
 
     def __init__(
-        self, table: Table, columns: Sequence[str] | None, row_filter: Predicate | pc.Expression | None
+        self, table: TableStore, columns: Sequence[str] | None, row_filter: Predicate | pc.Expression | None
     ) -> None:
         super().__init__(table, columns, row_filter)
         self.output_schema = self.output_schema.insert(0, ROW_KIND_FIELD)
@@ -251,7 +252,7 @@ class DeletionVectorCache:
     drops them. Streaming splits (changes) never have any applied, as in Java.
     """
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: TableStore) -> None:
         self.table = table
         self.enabled = table.options.get_option(opts.DELETION_VECTORS_ENABLED)
         self._vectors: dict[tuple[int, bytes, int], dict[str, DeletionVector]] = {}

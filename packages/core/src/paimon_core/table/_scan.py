@@ -4,252 +4,27 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from paimon_core import options as opts
 from paimon_core._gc import gc_paused
-from paimon_core.binary_row import deserialize_row
-from paimon_core.errors import (
-    CorruptMetadataError,
-    DataFileError,
-    PaimonError,
-    SchemaError,
-    SnapshotExpiredError,
-)
-from paimon_core.manifest import (
-    DataFileMeta,
-    FileKind,
-    ManifestEntry,
-    ManifestFileMeta,
-    merge_entries,
-    read_manifest_file,
-    read_manifest_list,
-    read_manifest_where,
-)
-from paimon_core.manifest._cache import manifest_cache
+from paimon_core.errors import CorruptMetadataError, SchemaError
+from paimon_core.manifest import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta, read_manifest_list
 from paimon_core.predicate import Predicate
 from paimon_core.snapshot import CommitKind, Snapshot
 from paimon_core.stats import decode_stats
-from paimon_core.storage import LocalBackend, unwrap
-from paimon_core.table._compacted_changelog import is_compacted_changelog
+from paimon_core.table._data_split import DataSplit
+from paimon_core.table._entries import explain_missing, live_entries, manifest_metas, read_entries
 from paimon_core.table._planner import BatchScanStart, created_since, resolve_batch_scan, scan_options
+from paimon_core.table._read import TableRead
+from paimon_core.table.mergetree._incremental import java_split_files
+from paimon_core.table.mergetree._layout import KeyValueLayout
+from paimon_core.table.mergetree._reader import KeyValueTableRead
 from paimon_core.types import DataField
 
 if TYPE_CHECKING:
-    from paimon_core.table._table import Table
-
-
-@dataclass(frozen=True)
-class DataSplit:
-    """A unit of reading: files of one (partition, bucket) of one snapshot.
-
-    ``streaming``: the files of a primary-key table hold changes (a snapshot's new files or changelog
-    files), read in order without a merge, each record with its row kind.
-    ``incremental_from``: the files are those the snapshots in ``(incremental_from, snapshot_id]`` added
-    (``incremental-between``), merged as Java Paimon 0.9 merges them (see
-    :mod:`paimon_core.table.mergetree._incremental`).
-    ``before_files``: a diff split (``incremental-between-scan-mode = diff``, or two tags): the change from
-    these files (the range's start, merged) to ``files`` (its end, merged); files both hold are in neither.
-    ``diff_keeps_retractions``: a read that keeps retractions (``$audit_log``) keeps them in both merges of
-    a diff split, so a delete still at level 0 is seen (Java 1.1+); Java 0.9, which reads two tags this way,
-    drops them.
-    """
-
-    snapshot_id: int
-    partition: bytes
-    bucket: int
-    bucket_path: str
-    files: tuple[DataFileMeta, ...]
-    streaming: bool = False
-    incremental_from: int | None = None
-    before_files: tuple[DataFileMeta, ...] | None = None
-    diff_keeps_retractions: bool = False
-
-    @property
-    def first_snapshot_id(self) -> int:
-        """The oldest snapshot whose files the split reads: the one to ask about when a file is missing."""
-        return self.snapshot_id if self.incremental_from is None else self.incremental_from + 1
-
-    @property
-    def row_count(self) -> int:
-        return sum(f.row_count for f in self.files)
-
-    @property
-    def file_size(self) -> int:
-        return sum(f.file_size for f in self.files)
-
-
-def manifest_metas(table: Table, snapshot: Snapshot, delta_only: bool = False) -> list[ManifestFileMeta]:
-    metas = (
-        []
-        if delta_only
-        else read_manifest_list(table.storage, table.manifest_path(snapshot.base_manifest_list))
-    )
-    metas += read_manifest_list(table.storage, table.manifest_path(snapshot.delta_manifest_list))
-    return metas
-
-
-def read_entries(
-    table: Table, metas: Sequence[ManifestFileMeta], predicate: Predicate | None = None
-) -> list[ManifestEntry]:
-    """Read the entries of ``metas`` (in order), pruning manifests and entries by partition."""
-    with gc_paused():  # many objects, all kept: collections on the way would only walk them again
-        return _read_entries(table, metas, predicate)
-
-
-def _read_entries(
-    table: Table, metas: Sequence[ManifestFileMeta], predicate: Predicate | None
-) -> list[ManifestEntry]:
-    pruner = _PartitionPruner(table, predicate)
-    wanted = [m for m in metas if pruner.manifest_may_match(m)]
-
-    options = table.options
-    cached = options.get_option(opts.CACHE_ENABLED)
-    threshold = options.get_option(opts.CACHE_MANIFEST_SMALL_FILE_THRESHOLD)
-    budget = options.get_option(opts.CACHE_MANIFEST_SMALL_FILE_MEMORY)
-
-    def read_one(meta: ManifestFileMeta) -> list[ManifestEntry]:
-        path = table.manifest_path(meta.file_name)
-        cacheable = cached and meta.file_size <= threshold
-        if pruner.predicate is not None:
-            # Entries of other partitions are skipped before their _FILE is decoded; a cached decode is used
-            # when there is one, but a filtered read never fills the cache.
-            hit = manifest_cache.lookup(path, lambda: table.storage.exists(path)) if cacheable else None
-            if hit is None:
-                return read_manifest_where(table.storage, path, pruner.partition_may_match)
-            return [e for e in hit if pruner.partition_may_match(e.partition)]
-        if cacheable:
-            return manifest_cache.get(
-                path,
-                meta.file_size,
-                budget,
-                lambda: read_manifest_file(table.storage, path),
-                lambda: table.storage.exists(path),
-            )
-        return read_manifest_file(table.storage, path)
-
-    if len(wanted) > 4 and _worth_threads(table, wanted, cached):
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            chunks = list(pool.map(read_one, wanted))
-    else:
-        chunks = [read_one(m) for m in wanted]
-    return [e for chunk in chunks for e in chunk]
-
-
-_LOCAL_THREADS_BYTES = 1 << 20
-
-
-def _worth_threads(table: Table, wanted: Sequence[ManifestFileMeta], cached: bool) -> bool:
-    """Whether reading manifests on threads pays: they overlap a remote store's round trips (cache hits
-    check their file exists too), but decoding holds the GIL, so on a local disk starting the threads
-    costs more than small manifests take to decode (a plan's first read, or one served by the cache)."""
-    if not isinstance(unwrap(table.storage), LocalBackend):
-        return True
-    to_decode = [m for m in wanted if not (cached and manifest_cache.holds(table.manifest_path(m.file_name)))]
-    return sum(m.file_size for m in to_decode) >= _LOCAL_THREADS_BYTES
-
-
-def live_entries(
-    table: Table, snapshot: Snapshot | None, predicate: Predicate | None = None
-) -> list[ManifestEntry]:
-    """The live ADD entries of ``snapshot`` (all of base + delta merged), pruned by partition.
-
-    Raises:
-        SnapshotExpiredError: a manifest is missing because the snapshot expired (or was rolled back)
-            while it was read.
-        CorruptMetadataError: a manifest of a live snapshot is missing or unreadable.
-    """
-    if snapshot is None:
-        return []
-    try:
-        with gc_paused():
-            merged = merge_entries(read_entries(table, manifest_metas(table, snapshot), predicate))
-    except CorruptMetadataError as exc:
-        raise explain_missing(table, snapshot.id, exc) from exc
-    return [e for e in merged if e.kind == FileKind.ADD]
-
-
-def explain_missing(table: Table, snapshot_id: int, error: PaimonError) -> PaimonError:
-    """A :class:`SnapshotExpiredError` when the snapshot whose file was missing is gone, or the missing data
-    file is one a newer snapshot replaced; else ``error``.
-
-    A changelog file is never live in a later snapshot, so only its snapshot's expiry explains it: one
-    missing while its snapshot is live stays ``error`` (a read or stream must not skip its changes).
-    ``snapshot_id``: the oldest snapshot whose files the failed read needed.
-    """
-    sm = table.snapshot_manager
-    retention = opts.retention_summary(table.options)
-    expired = sm.expired_error(snapshot_id, detail=str(error), retention=retention)
-    # Expiration deletes data files before snapshot files, and EARLIEST, its only earlier sign, may have
-    # been set back for a moment by an older run: a file the latest snapshot no longer lists went with the
-    # expiration of the snapshot being read.
-    if (
-        expired is None
-        and isinstance(error, DataFileError)
-        and error.path is not None
-        and not is_changelog_file(table, error.path)
-        and _replaced_since(table, snapshot_id, error.path)
-    ):
-        expired = SnapshotExpiredError(snapshot_id, sm.earliest_id(), retention, str(error))
-    return expired if expired is not None else error
-
-
-def is_changelog_file(table: Table, path: str) -> bool:
-    """Whether ``path`` names a changelog file (``changelog-file.prefix``, or a compacted one)."""
-    name = path.rsplit("/", 1)[-1]
-    return is_compacted_changelog(name) or name.startswith(
-        table.options.get_option(opts.CHANGELOG_FILE_PREFIX)
-    )
-
-
-def _replaced_since(table: Table, snapshot_id: int, path: str) -> bool:
-    name = path.rsplit("/", 1)[-1]
-    try:
-        latest = table.snapshot_manager.latest()
-        if latest is None or latest.id <= snapshot_id:
-            return False
-        return all(e.file.file_name != name for e in table.live_files.at(latest).values())
-    except (PaimonError, OSError):
-        return False
-
-
-class _PartitionPruner:
-    def __init__(self, table: Table, predicate: Predicate | None) -> None:
-        self.table = table
-        keys = set(table.partition_keys)
-        self.predicate = predicate if predicate is not None and predicate.columns & keys else None
-        self._cache: dict[bytes, bool] = {}
-
-    def manifest_may_match(self, meta: ManifestFileMeta) -> bool:
-        if self.predicate is None or meta.partition_stats is None:
-            return True
-        stats = meta.partition_stats
-        types = self.table.partition_types
-        try:
-            mins = deserialize_row(stats.min_values, types)
-            maxs = deserialize_row(stats.max_values, types)
-        except Exception:  # stats from an unexpected writer: never prune on what we cannot read
-            return True
-        nulls = stats.null_counts or [None] * len(types)
-        ranges = {
-            key: (mins[i], maxs[i], nulls[i] if i < len(nulls) else None)
-            for i, key in enumerate(self.table.partition_keys)
-        }
-        total = meta.num_added_files + meta.num_deleted_files
-        return self.predicate.may_match({}, ranges, max(total, 1))
-
-    def partition_may_match(self, partition: bytes) -> bool:
-        if self.predicate is None:
-            return True
-        cached = self._cache.get(partition)
-        if cached is None:
-            values = self.table.partition_values(partition)
-            cached = self.predicate.evaluate(values) is not False
-            self._cache[partition] = cached
-        return cached
+    from paimon_core.table._store import TableStore
 
 
 class Pruner:
@@ -261,7 +36,7 @@ class Pruner:
         SchemaError: the predicate names columns the table does not have.
     """
 
-    def __init__(self, table: Table, predicate: Predicate | None) -> None:
+    def __init__(self, table: TableStore, predicate: Predicate | None) -> None:
         self.table = table
         self.predicate = predicate
         if predicate is not None:
@@ -379,7 +154,7 @@ class TableScan:
 
     def __init__(
         self,
-        table: Table,
+        table: TableStore,
         snapshot_id: int | None = None,
         predicate: Predicate | None = None,
         *,
@@ -435,9 +210,6 @@ class TableScan:
         gives them: the merge of an incremental read depends on it (``mergetree._incremental``)."""
         if not self.table.schema.primary_keys or len(entries) < 2:
             return entries
-        from paimon_core.table.mergetree import KeyValueLayout  # mergetree imports this module
-        from paimon_core.table.mergetree._incremental import java_split_files
-
         key_of = KeyValueLayout(self.table.schema).key_of
         by_bucket: dict[tuple[bytes, int], list[ManifestEntry]] = {}
         for entry in entries:
@@ -495,7 +267,7 @@ class TableScan:
 
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
         """The scan's rows (its splits read with its filter) as an Arrow C stream (the PyCapsule interface)."""
-        reader = self.table.new_read(filter=self.predicate).to_reader(self.plan())
+        reader = reader_for(self.table, None, self.predicate).to_reader(self.plan())
         capsule: object = reader.__arrow_c_stream__(requested_schema)
         return capsule
 
@@ -513,7 +285,7 @@ def _file_order(file: DataFileMeta) -> tuple[int, str]:
 
 
 def make_splits(
-    table: Table,
+    table: TableStore,
     snapshot_id: int,
     entries: Iterable[ManifestEntry],
     streaming: bool = False,
@@ -551,3 +323,14 @@ def make_splits(
         if current:
             splits.append(DataSplit(snapshot_id, partition, bucket, bucket_path, tuple(current)))
     return splits
+
+
+def reader_for(table: TableStore, columns: Sequence[str] | None, row_filter: Any) -> TableRead:
+    """The reader of ``table``'s splits: a merging one for a primary-key table.
+
+    ``row_filter``: a :class:`Predicate` (its terms also skip row groups by their statistics) or a pyarrow
+    expression.
+    """
+    if table.has_primary_key:
+        return KeyValueTableRead(table, columns, row_filter)
+    return TableRead(table, columns, row_filter)

@@ -34,6 +34,7 @@ from paimon_core.errors import ConfigError
 from paimon_core.manifest import ManifestEntry
 from paimon_core.predicate import FilterLike, Predicate, parse_filter
 from paimon_core.snapshot import CommitKind, Snapshot
+from paimon_core.table._data_split import DataSplit
 from paimon_core.table._planner import (
     STREAM_MODES,
     BatchScanStart,
@@ -43,10 +44,10 @@ from paimon_core.table._planner import (
     resolve_mode,
     resolve_stream_start,
 )
-from paimon_core.table._scan import DataSplit, Pruner, TableScan, make_splits
+from paimon_core.table._scan import Pruner, TableScan, make_splits
 
 if TYPE_CHECKING:
-    from paimon_core.table._table import Table
+    from paimon_core.table._store import TableStore
 
 __all__ = [
     "BatchScanStart",
@@ -57,7 +58,7 @@ __all__ = [
 ]
 
 
-def plan_batch(table: Table, filter: FilterLike = None) -> list[DataSplit]:
+def plan_batch(table: TableStore, filter: FilterLike = None) -> list[DataSplit]:
     """The splits of a batch read honouring the table's ``scan.*`` options (what ``table.scan`` plans)."""
     return TableScan(table, predicate=parse_filter(filter)[0]).plan()
 
@@ -93,7 +94,7 @@ class StreamScan:
             ``consumer.ignore-progress``); defaults to the ``consumer-id`` option.
     """
 
-    def __init__(self, table: Table, filter: FilterLike = None, consumer_id: str | None = None) -> None:
+    def __init__(self, table: TableStore, filter: FilterLike = None, consumer_id: str | None = None) -> None:
         self.table = table
         self.primary_key = bool(table.schema.primary_keys)
         self.producer = table.options.get_option(opts.CHANGELOG_PRODUCER)

@@ -30,7 +30,7 @@ from paimon_core.tag import TagManager
 from paimon_core.types import DataField, from_arrow_type
 
 if TYPE_CHECKING:
-    from paimon_core.table._table import Table
+    from paimon_core.table._store import TableStore
 
 __all__ = ["SYSTEM_TABLES", "SystemTable", "split_system_name"]
 
@@ -218,7 +218,7 @@ class SystemTable(Readable):
     # Java's metadata tables describe what the data table's options choose; travel with those options.
     _time_travels = False
 
-    def __init__(self, data: Table, name: str) -> None:
+    def __init__(self, data: TableStore, name: str) -> None:
         if name not in _SCHEMAS:
             split_system_name(f"{data.identifier}${name}")
         self.data = data
@@ -281,7 +281,7 @@ class SystemTable(Readable):
 # --- the rows of each system table ------------------------------------------------------------------------
 
 
-def _snapshots(table: Table) -> Iterator[dict[str, Any]]:
+def _snapshots(table: TableStore) -> Iterator[dict[str, Any]]:
     for s in table.snapshot_manager.snapshots():
         yield {
             "snapshot_id": s.id,
@@ -306,7 +306,7 @@ def _compact_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def _schemas(table: Table) -> Iterator[dict[str, Any]]:
+def _schemas(table: TableStore) -> Iterator[dict[str, Any]]:
     manager = table.schema_manager
     for schema_id in manager.list_ids():
         schema = manager.schema(schema_id)
@@ -321,16 +321,16 @@ def _schemas(table: Table) -> Iterator[dict[str, Any]]:
         }
 
 
-def _options(table: Table) -> Iterator[dict[str, Any]]:
+def _options(table: TableStore) -> Iterator[dict[str, Any]]:
     for key, value in sorted(redacted_options(table.schema.options).items()):
         yield {"key": key, "value": value}
 
 
-def _partition_text(table: Table, partition: bytes) -> str:
+def _partition_text(table: TableStore, partition: bytes) -> str:
     return _row_text(list(table.partition_values(partition).values()))
 
 
-def _files(table: Table) -> Iterator[dict[str, Any]]:
+def _files(table: TableStore) -> Iterator[dict[str, Any]]:
     for entry in TableScan(table).files():
         file = entry.file
         fields = list(table.schema_manager.schema(file.schema_id).fields)
@@ -362,7 +362,7 @@ def _files(table: Table) -> Iterator[dict[str, Any]]:
         }
 
 
-def _manifests(table: Table) -> Iterator[dict[str, Any]]:
+def _manifests(table: TableStore) -> Iterator[dict[str, Any]]:
     snapshot = TableScan(table).snapshot
     if snapshot is None:
         return
@@ -383,7 +383,7 @@ def _manifests(table: Table) -> Iterator[dict[str, Any]]:
             }
 
 
-def _partitions(table: Table) -> Iterator[dict[str, Any]]:
+def _partitions(table: TableStore) -> Iterator[dict[str, Any]]:
     totals: dict[bytes, list[int]] = {}
     buckets: dict[bytes, set[int]] = {}
     deleted: dict[bytes, int] = {}
@@ -414,7 +414,7 @@ def _partitions(table: Table) -> Iterator[dict[str, Any]]:
         }
 
 
-def _tags(table: Table) -> Iterator[dict[str, Any]]:
+def _tags(table: TableStore) -> Iterator[dict[str, Any]]:
     for tag in TagManager(table.storage, table.path).tags():
         snapshot = tag.snapshot
         yield {
@@ -428,16 +428,16 @@ def _tags(table: Table) -> Iterator[dict[str, Any]]:
         }
 
 
-def _consumers(table: Table) -> Iterator[dict[str, Any]]:
+def _consumers(table: TableStore) -> Iterator[dict[str, Any]]:
     for consumer_id, next_snapshot in sorted(ConsumerManager(table.storage, table.path).consumers().items()):
         yield {"consumer_id": consumer_id, "next_snapshot_id": next_snapshot}
 
 
-def _branches(table: Table) -> Iterator[dict[str, Any]]:
+def _branches(table: TableStore) -> Iterator[dict[str, Any]]:
     return iter(())  # branches do not exist yet
 
 
-_ROWS: dict[str, Callable[[Table], Iterator[dict[str, Any]]]] = {
+_ROWS: dict[str, Callable[[TableStore], Iterator[dict[str, Any]]]] = {
     "snapshots": _snapshots,
     "schemas": _schemas,
     "options": _options,

@@ -17,14 +17,15 @@ import pyarrow as pa
 
 from paimon_core.errors import ReadOnlyTableError
 from paimon_core.predicate import FilterLike, Predicate, parse_filter
+from paimon_core.table._data_split import DataSplit
 from paimon_core.table._follow import TableStream
 from paimon_core.table._read import ROW_KIND_FIELD, InsertKinds, TableRead
 from paimon_core.table._readable import Readable, TimeTravel
-from paimon_core.table._scan import DataSplit, TableScan, make_splits
-from paimon_core.table.mergetree import KeyValueTableRead
+from paimon_core.table._scan import TableScan, make_splits
+from paimon_core.table.mergetree._reader import KeyValueTableRead
 
 if TYPE_CHECKING:
-    from paimon_core.table._table import Table
+    from paimon_core.table._store import TableStore
 
 __all__ = ["AuditLogTable", "DataView", "ReadOptimizedTable", "data_view"]
 
@@ -35,7 +36,7 @@ class DataView(Readable):
 
     name = ""
 
-    def __init__(self, data: Table) -> None:
+    def __init__(self, data: TableStore) -> None:
         self.data = data
         self.identifier = f"{data.identifier}${self.name}"
         self.arrow_schema = data.arrow_schema
@@ -88,7 +89,7 @@ class AuditLogTable(DataView):
 
     name = "audit_log"
 
-    def __init__(self, data: Table) -> None:
+    def __init__(self, data: TableStore) -> None:
         super().__init__(data)
         self.arrow_schema = data.arrow_schema.insert(0, ROW_KIND_FIELD)
 
@@ -164,6 +165,6 @@ def _value_columns(columns: Sequence[str] | None) -> list[str] | None:
     return None if columns is None else [c for c in columns if c != ROW_KIND_FIELD.name]
 
 
-def data_view(data: Table, name: str) -> DataView:
+def data_view(data: TableStore, name: str) -> DataView:
     """The data-reading system table ``name`` (``audit_log`` or ``ro``) of ``data``."""
     return AuditLogTable(data) if name == AuditLogTable.name else ReadOptimizedTable(data)

@@ -25,15 +25,15 @@ from paimon_core.redaction import get_logger
 from paimon_core.stats import StatsCollector
 from paimon_core.storage import join_path, shown_path
 from paimon_core.table._convert import conform_batch, iter_batches
-from paimon_core.table._hooks import BucketCompaction
+from paimon_core.table._entries import live_entries
 from paimon_core.table._messages import CommitMessage
 from paimon_core.table._split import group_rows, pieces
+from paimon_core.table._store import BucketCompaction
 from paimon_core.table._write_memory import MemoryPlan, SpillDirectory, SpilledBatches
 
 if TYPE_CHECKING:
-    from paimon_core.table._table import Table
-    from paimon_core.table.mergetree import KeyValueLayout
-    from paimon_core.table.mergetree._layout import KeyValueFileStats
+    from paimon_core.table._store import TableStore
+    from paimon_core.table.mergetree._layout import KeyValueFileStats, KeyValueLayout
 
 logger = get_logger(__name__)
 
@@ -90,7 +90,7 @@ class DataFileWriter:
     the rows buffered since, when the writer writes row groups.
     """
 
-    table: Table
+    table: TableStore
     partition: bytes
     directory: str
     bucket: int
@@ -444,7 +444,7 @@ class TableWrite:
     append writers), otherwise written to its file as a row group.
     """
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: TableStore) -> None:
         self.table = table
         options = table.options
         self._writers: dict[tuple[bytes, int], DataFileWriter] = {}
@@ -561,7 +561,7 @@ class TableWrite:
         if self._restored_seq is None:
             self._restored_seq = {}
             restored: dict[tuple[bytes, int], list[DataFileMeta]] = {}
-            for entry in self.table.live_entries():
+            for entry in live_entries(self.table, self.table.snapshot_manager.latest()):
                 key = (entry.partition, entry.bucket)
                 restored.setdefault(key, []).append(entry.file)
                 seq = entry.file.max_sequence_number + 1

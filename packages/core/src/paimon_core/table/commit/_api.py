@@ -32,7 +32,7 @@ from paimon_core.table.commit._replay import ReplayCheck
 from paimon_core.table.commit._snapshot_builder import SnapshotBuilder
 
 if TYPE_CHECKING:
-    from paimon_core.table._table import Table
+    from paimon_core.table._store import TableStore
 
 logger = get_logger(__name__)
 
@@ -50,7 +50,7 @@ class TableCommit:
             attempts it took (1 = no lost race).
     """
 
-    def __init__(self, table: Table, commit_user: str | None = None) -> None:
+    def __init__(self, table: TableStore, commit_user: str | None = None) -> None:
         self.table = table
         prefix = table.options.get_option(opts.COMMIT_USER_PREFIX)
         self.commit_user = commit_user or (f"{prefix}_{uuid.uuid4()}" if prefix else str(uuid.uuid4()))

@@ -53,7 +53,7 @@ from paimon_core.table.commit._snapshot_builder import (
 )
 
 if TYPE_CHECKING:
-    from paimon_core.table._table import Table
+    from paimon_core.table._store import TableStore
 
 logger = get_logger(__name__)
 
@@ -93,7 +93,7 @@ class AttemptLoop:
 
     def __init__(
         self,
-        table: Table,
+        table: TableStore,
         own: OwnCommits,
         replay: ReplayCheck,
         builder: SnapshotBuilder,

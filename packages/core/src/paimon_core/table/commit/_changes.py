@@ -22,7 +22,7 @@ from paimon_core.snapshot import CommitKind, Snapshot
 from paimon_core.table._messages import CommitMessage
 
 if TYPE_CHECKING:
-    from paimon_core.table._table import Table
+    from paimon_core.table._store import TableStore
 
 OverwriteScope = Callable[[bytes], bool]  # whether an overwrite replaces the partition (stored bytes)
 
@@ -94,7 +94,7 @@ def compaction_messages(messages: Sequence[CommitMessage]) -> list[CommitMessage
     ]
 
 
-def force_create_snapshot(table: Table, messages: Sequence[CommitMessage]) -> bool:
+def force_create_snapshot(table: TableStore, messages: Sequence[CommitMessage]) -> bool:
     """Whether to publish a snapshot although the messages change nothing."""
     if table.options.get_option(opts.COMMIT_FORCE_CREATE_SNAPSHOT):
         return True
@@ -103,7 +103,10 @@ def force_create_snapshot(table: Table, messages: Sequence[CommitMessage]) -> bo
 
 
 def overwrite_scope(
-    table: Table, partition: Mapping[str, Any] | None, dynamic: bool, new_entries: Sequence[ManifestEntry]
+    table: TableStore,
+    partition: Mapping[str, Any] | None,
+    dynamic: bool,
+    new_entries: Sequence[ManifestEntry],
 ) -> OverwriteScope | None:
     """The partitions an overwrite replaces; None when a dynamic overwrite has no data (it changes nothing).
 
@@ -123,7 +126,7 @@ def overwrite_scope(
     return lambda partition: True
 
 
-def static_scope(table: Table, spec: Mapping[str, Any]) -> OverwriteScope:
+def static_scope(table: TableStore, spec: Mapping[str, Any]) -> OverwriteScope:
     """The partitions matching a static spec (``{"dt": "2024-01-01"}``), memoised per stored partition."""
     unknown = [k for k in spec if k not in table.partition_keys]
     if unknown:
@@ -142,7 +145,7 @@ def static_scope(table: Table, spec: Mapping[str, Any]) -> OverwriteScope:
 
 
 def overwrite_changes(
-    table: Table,
+    table: TableStore,
     messages: Sequence[CommitMessage],
     scope: OverwriteScope,
     new_entries: list[ManifestEntry],

@@ -19,13 +19,13 @@ from paimon_core.table.commit._entries import delta_entries, explain_missing
 from paimon_core.table.commit._outcome import AlreadyLive
 
 if TYPE_CHECKING:
-    from paimon_core.table._table import Table
+    from paimon_core.table._store import TableStore
 
 _CONFLICT_SEARCH_DEPTH = 200  # snapshots searched backwards to name the commit that won a conflict
 
 
 def check_files(
-    table: Table, latest: Snapshot | None, changes: Changes, check_live: bool
+    table: TableStore, latest: Snapshot | None, changes: Changes, check_live: bool
 ) -> AlreadyLive | None:
     """Files to add must not be live yet; an overwrite's or compaction's deletes must still be live.
 
@@ -64,7 +64,7 @@ def check_files(
     return None
 
 
-def check_bucket_numbers(table: Table, latest: Snapshot | None, changes: Changes) -> None:
+def check_bucket_numbers(table: TableStore, latest: Snapshot | None, changes: Changes) -> None:
     """A partition's files all have one number of buckets (``_TOTAL_BUCKETS``): files written for another
     number land only where an overwrite replaces all of them (a rescale), as Java's commit checks.
 
@@ -90,7 +90,9 @@ def check_bucket_numbers(table: Table, latest: Snapshot | None, changes: Changes
         )
 
 
-def index_after(table: Table, latest: Snapshot | None, changes: Changes) -> list[IndexManifestEntry] | None:
+def index_after(
+    table: TableStore, latest: Snapshot | None, changes: Changes
+) -> list[IndexManifestEntry] | None:
     """The live index files once the attempt lands; None when it changes none.
 
     Raises:
@@ -124,7 +126,7 @@ def index_after(table: Table, latest: Snapshot | None, changes: Changes) -> list
     return combine_index_entries(live, changes.index_changes)
 
 
-def _stale_index_reason(table: Table, file: IndexFileMeta) -> str:
+def _stale_index_reason(table: TableStore, file: IndexFileMeta) -> str:
     if is_compaction_index(file):
         return (
             f"the deletion vectors of a bucket of {table.path} changed since this compaction read "
@@ -137,7 +139,7 @@ def _stale_index_reason(table: Table, file: IndexFileMeta) -> str:
     )
 
 
-def _find_deleter(table: Table, latest: Snapshot, names: set[str]) -> Snapshot | None:
+def _find_deleter(table: TableStore, latest: Snapshot, names: set[str]) -> Snapshot | None:
     """The newest snapshot (within a bounded search) that deleted one of these files: the conflict's winner."""
     sm = table.snapshot_manager
     earliest = sm.earliest_id() or 1

@@ -24,12 +24,12 @@ from paimon_core.table._history import OwnCommits
 from paimon_core.table.commit._outcome import Published
 
 if TYPE_CHECKING:
-    from paimon_core.table._table import Table
+    from paimon_core.table._store import TableStore
 
 logger = get_logger(__name__)
 
 
-def open_lock(table: Table) -> CommitLock | None:
+def open_lock(table: TableStore) -> CommitLock | None:
     """The commit lock a store that cannot create a file atomically publishes under; None for other stores.
 
     Raises:
@@ -55,7 +55,7 @@ class Publisher:
         lock: the commit lock to publish under, if the store needs one.
     """
 
-    def __init__(self, table: Table, own: OwnCommits, lock: CommitLock | None) -> None:
+    def __init__(self, table: TableStore, own: OwnCommits, lock: CommitLock | None) -> None:
         self.table = table
         self.own = own
         self.lock = lock

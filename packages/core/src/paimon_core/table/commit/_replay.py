@@ -35,7 +35,7 @@ from paimon_core.table.commit._entries import delta_entries
 from paimon_core.table.commit._outcome import AlreadyLive, LandedUnseen, Published
 
 if TYPE_CHECKING:
-    from paimon_core.table._table import Table
+    from paimon_core.table._store import TableStore
 
 logger = get_logger(__name__)
 
@@ -50,7 +50,7 @@ class ReplayCheck:
         own: this user's commits seen so far (shared with the rest of the committer).
     """
 
-    def __init__(self, table: Table, own: OwnCommits) -> None:
+    def __init__(self, table: TableStore, own: OwnCommits) -> None:
         self.table = table
         self.own = own
         self.commit_user = own.commit_user

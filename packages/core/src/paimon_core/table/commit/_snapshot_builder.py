@@ -34,7 +34,7 @@ from paimon_core.table.commit._changes import Changes
 from paimon_core.table.commit._entries import explain_missing
 
 if TYPE_CHECKING:
-    from paimon_core.table._table import Table
+    from paimon_core.table._store import TableStore
 
 logger = get_logger(__name__)
 
@@ -47,7 +47,7 @@ class ManifestList:
     size: int
     metas: list[ManifestFileMeta]
 
-    def paths(self, table: Table) -> list[str]:
+    def paths(self, table: TableStore) -> list[str]:
         return [table.manifest_path(self.name), *(table.manifest_path(m.file_name) for m in self.metas)]
 
 
@@ -68,14 +68,14 @@ class WrittenFiles:
     delta: DeltaLists | None = None
     uncertain: bool = False  # some attempt's outcome is unknown: its files may be referenced
 
-    def delta_paths(self, table: Table) -> list[str]:
+    def delta_paths(self, table: TableStore) -> list[str]:
         if self.delta is None:
             return []
         changelog = self.delta.changelog
         return [*self.delta.delta.paths(table), *(changelog.paths(table) if changelog else ())]
 
 
-def delete_files(table: Table, paths: Sequence[str]) -> None:
+def delete_files(table: TableStore, paths: Sequence[str]) -> None:
     """Delete metadata files no snapshot uses (best effort: a leftover is an orphan, not an error)."""
     for path in paths:
         try:
@@ -86,7 +86,7 @@ def delete_files(table: Table, paths: Sequence[str]) -> None:
             logger.debug("could not delete unused metadata file %s", path, exc_info=True)
 
 
-def delete_unused(table: Table, written: WrittenFiles) -> None:
+def delete_unused(table: TableStore, written: WrittenFiles) -> None:
     """After a commit call that published nothing: its metadata files are garbage (unless an attempt's
     outcome stayed unknown, in which case a snapshot may reference them)."""
     if not written.uncertain:
@@ -101,7 +101,7 @@ class SnapshotBuilder:
         commit_user: the committer's user, recorded in each snapshot.
     """
 
-    def __init__(self, table: Table, commit_user: str) -> None:
+    def __init__(self, table: TableStore, commit_user: str) -> None:
         self.table = table
         self.commit_user = commit_user
         self._new_name = ManifestNamer()

@@ -16,11 +16,11 @@ import numpy.typing as npt
 from paimon_core import options as opts
 from paimon_core.deletionvectors import DeletionVector, read_deletion_vectors, write_deletion_vectors
 from paimon_core.manifest import IndexFileMeta, ManifestNamer
+from paimon_core.table._data_split import DataSplit
 from paimon_core.table._read import DeletionVectorCache
-from paimon_core.table._scan import DataSplit
 
 if TYPE_CHECKING:
-    from paimon_core.table._table import Table
+    from paimon_core.table._store import TableStore
 
 __all__ = ["BucketDeletionVectors"]
 
@@ -33,7 +33,7 @@ class BucketDeletionVectors(DeletionVectorCache):
         index_files: the bucket's deletion-vector index files in the snapshot the writer restored from.
     """
 
-    def __init__(self, table: Table, index_files: Sequence[IndexFileMeta]) -> None:
+    def __init__(self, table: TableStore, index_files: Sequence[IndexFileMeta]) -> None:
         super().__init__(table)
         self.index_files = tuple(index_files)
         self.live: dict[str, DeletionVector] = {}

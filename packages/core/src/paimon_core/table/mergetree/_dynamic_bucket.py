@@ -26,7 +26,7 @@ from paimon_core.errors import CorruptMetadataError, MergeError
 from paimon_core.manifest import HASH_INDEX, IndexFileMeta, IndexManifestEntry, ManifestNamer
 
 if TYPE_CHECKING:
-    from paimon_core.table._table import Table
+    from paimon_core.table._store import TableStore
 
 __all__ = ["DynamicBucketAssigner", "PartitionIndex", "read_hash_index"]
 
@@ -35,7 +35,7 @@ _BIG_ENDIAN_INT32 = np.dtype(">i4")
 _MAX_BUCKETS = 32767  # Java keeps bucket ids in a short
 
 
-def read_hash_index(table: Table, meta: IndexFileMeta) -> Hashes:
+def read_hash_index(table: TableStore, meta: IndexFileMeta) -> Hashes:
     """The key hashes stored in one hash index file."""
     path = meta.external_path or table.index_path(meta.file_name)
     try:
@@ -136,7 +136,7 @@ class DynamicBucketAssigner:
         fresh: start every partition empty (an overwrite replaces the partitions it writes).
     """
 
-    def __init__(self, table: Table, *, fresh: bool = False) -> None:
+    def __init__(self, table: TableStore, *, fresh: bool = False) -> None:
         self.table = table
         self._fresh = fresh
         self._key_names = list(table.schema.trimmed_primary_keys())

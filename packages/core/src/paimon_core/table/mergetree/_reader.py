@@ -20,9 +20,9 @@ import pyarrow.compute as pc
 from paimon_core import options as opts
 from paimon_core.manifest import DataFileMeta
 from paimon_core.predicate import Predicate
+from paimon_core.table._data_split import DataSplit
 from paimon_core.table._pushdown import RowGroupFilter, rows_of_groups
 from paimon_core.table._read import ROW_KIND_FIELD, TableRead, with_inserts
-from paimon_core.table._scan import DataSplit
 from paimon_core.table.mergetree._changelog import LeveledRecords, drop_superseded
 from paimon_core.table.mergetree._incremental import (
     diff_records,
@@ -42,7 +42,7 @@ from paimon_core.table.mergetree._merge import (
 from paimon_core.table.mergetree._merge_options import merge_engine
 
 if TYPE_CHECKING:
-    from paimon_core.table._table import Table
+    from paimon_core.table._store import TableStore
 
 __all__ = ["KeyValueTableRead", "merge_records", "row_kind_text"]
 
@@ -94,7 +94,7 @@ class KeyValueTableRead(TableRead):
 
     def __init__(
         self,
-        table: Table,
+        table: TableStore,
         columns: Sequence[str] | None = None,
         row_filter: Predicate | pc.Expression | None = None,
         row_kind: bool = False,

@@ -23,8 +23,9 @@ from paimon_core.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexFile
 from paimon_core.redaction import get_logger
 from paimon_core.storage import join_path
 from paimon_core.table._convert import conform_batch, iter_batches
+from paimon_core.table._data_split import DataSplit
+from paimon_core.table._entries import live_entries
 from paimon_core.table._messages import CommitMessage
-from paimon_core.table._scan import DataSplit
 from paimon_core.table._split import pieces
 from paimon_core.table._write import DataFileWriter, TableWrite
 from paimon_core.table.mergetree._changelog import (
@@ -63,7 +64,7 @@ from paimon_core.table.mergetree._reader import KeyValueTableRead, merge_records
 from paimon_core.table.mergetree._spill import SpilledRuns
 
 if TYPE_CHECKING:
-    from paimon_core.table._table import Table
+    from paimon_core.table._store import TableStore
 
 __all__ = ["KeyValueTableWrite", "MergeTreeCompactTask", "MergeTreeWriter", "needs_full_compaction"]
 
@@ -86,7 +87,7 @@ class MergeTreeWriter:
 
     def __init__(
         self,
-        table: Table,
+        table: TableStore,
         partition: bytes,
         bucket: int,
         directory: str,
@@ -504,7 +505,7 @@ class KeyValueTableWrite(TableWrite):
     ``delete(keys)`` writes ``-D`` records for the given keys.
     """
 
-    def __init__(self, table: Table, *, overwrite: bool = False, full_compaction: bool = False) -> None:
+    def __init__(self, table: TableStore, *, overwrite: bool = False, full_compaction: bool = False) -> None:
         super().__init__(table)
         self._overwrite = overwrite
         self._trees: dict[tuple[bytes, int], MergeTreeWriter] = {}
@@ -609,9 +610,9 @@ class KeyValueTableWrite(TableWrite):
             return []  # the overwrite replaces the bucket's files: start a fresh tree
         if self._restored is None:
             self._restored = {}
-            snapshot = self.table.latest_snapshot()
+            snapshot = self.table.snapshot_manager.latest()
             if snapshot is not None:
-                for entry in self.table.live_entries(snapshot.id):
+                for entry in live_entries(self.table, snapshot):
                     self._restored.setdefault((entry.partition, entry.bucket), []).append(entry.file)
                 for index in self.table.index_entries(snapshot):
                     if index.file.index_type == DELETION_VECTORS_INDEX:
@@ -719,7 +720,7 @@ class MergeTreeCompactTask:
     def input_bytes(self) -> int:
         return sum(f.file_size for f in self.files)
 
-    def run(self, table: Table) -> CommitMessage:
+    def run(self, table: TableStore) -> CommitMessage:
         tree = MergeTreeWriter(
             table,
             self.partition,

@@ -1,0 +1,315 @@
+"""The table store: what every operation on a table needs, and nothing that builds an operation.
+
+A :class:`TableStore` is a table's location (path, storage, identifier), its schema and options (stored
+plus dynamic), its schema and snapshot managers, manifest context, shape (partition keys, buckets...),
+paths, live-file index and the :class:`TableHooks` whoever opened it handed in. Scans, reads, writes,
+commits, streams, compaction and maintenance take a store; :class:`~paimon_core.table.Table`, the facade,
+is a store that also composes them (docs/architecture.md, "The table store").
+
+Hooks are what the layers above ``table/`` plug into a table: snapshot expiration after a commit (as
+Java's committer runs it), the inline compaction of writers, and ``precommit-compact``. ``table/`` never
+imports compaction or maintenance; the catalog and :func:`paimon_core.open_table` pass the standard hooks
+(``paimon_core._standard_hooks``) to every table they open, and copies and pickles keep them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Protocol, TypeVar
+
+import pyarrow as pa
+
+from paimon_core import options as opts
+from paimon_core.binary_row import deserialize_row
+from paimon_core.errors import ConfigError
+from paimon_core.manifest import (
+    DataFileMeta,
+    IndexManifestEntry,
+    ManifestContext,
+    ManifestEntry,
+    read_index_manifest,
+)
+from paimon_core.options import Options
+from paimon_core.partition import partition_path
+from paimon_core.redaction import get_logger
+from paimon_core.schema import SchemaManager, TableSchema
+from paimon_core.snapshot import Snapshot, SnapshotManager
+from paimon_core.storage import StorageBackend, join_path
+from paimon_core.table._compacted_changelog import real_changelog_path
+from paimon_core.table._entries import LiveFileIndex, live_entries
+from paimon_core.table._messages import CommitMessage
+from paimon_core.types import DataType, to_arrow_schema
+
+__all__ = [
+    "BucketCompaction",
+    "CommitCompactor",
+    "TableHooks",
+    "TableStore",
+    "default_hooks",
+    "set_default_hooks",
+]
+
+logger = get_logger(__name__)
+
+_Store = TypeVar("_Store", bound="TableStore")
+
+
+class CommitCompactor(Protocol):
+    """Compaction a table handle runs after each of its commits (unaware-bucket tables)."""
+
+    def after_commit(self) -> list[int]: ...
+
+
+class BucketCompaction(Protocol):
+    """Compaction a writer runs per bucket before it commits (bucketed tables)."""
+
+    def restore(self, restored: dict[tuple[bytes, int], list[DataFileMeta]]) -> None: ...
+
+    def compact(
+        self, partition: bytes, bucket: int, new_files: Sequence[DataFileMeta]
+    ) -> tuple[tuple[DataFileMeta, ...], tuple[DataFileMeta, ...]]: ...
+
+
+@dataclass(frozen=True)
+class TableHooks:
+    """The work a table delegates upwards; each is optional. Picklable when its callables are module-level
+    functions or classes (the standard ones are): pickled tables keep their hooks.
+
+    Attributes:
+        after_commit: runs after a commit created snapshots, also for ``write-only`` tables (consumer and
+            snapshot expiration, which decides what ``write-only`` skips); failures are logged.
+        commit_compactor: builds the compactor a handle runs after its commits (unaware-bucket tables;
+            :class:`~paimon_core.table.CommitPipeline` runs it).
+        bucket_compaction: builds the per-bucket compaction of a writer (bucketed tables).
+        precommit: rewrites the messages of all the writers of one commit before they are committed
+            (``precommit-compact``); the commit pipeline calls it, writers never do.
+    """
+
+    after_commit: Callable[[TableStore, Sequence[int]], None] | None = None
+    commit_compactor: Callable[[TableStore], CommitCompactor] | None = None
+    bucket_compaction: Callable[[TableStore], BucketCompaction] | None = None
+    precommit: Callable[[TableStore, list[CommitMessage]], list[CommitMessage]] | None = None
+
+
+_default = TableHooks()
+
+
+def default_hooks() -> TableHooks:
+    """The hooks of a table built without any (the standard ones once ``paimon_core`` is imported).
+
+    Only a bare ``Table(path, storage, schema)`` uses them: test harnesses build such handles over wrapped
+    storage (fault injection) and expect what a catalog's table does. The catalog and ``open_table`` pass
+    their hooks explicitly.
+    """
+    return _default
+
+
+def set_default_hooks(hooks: TableHooks) -> TableHooks:
+    """Install ``hooks`` as the default; returns the previous ones."""
+    global _default
+    previous, _default = _default, hooks
+    return previous
+
+
+class TableStore:
+    """One table — an append table or a primary-key table — bound to one schema version: the context every
+    operation on it receives.
+
+    ``dynamic_options`` override the stored options for this handle only (Paimon's dynamic options).
+    ``hooks``: the work around a commit (expiration, compaction) that whoever opens the table hands in;
+    None takes :func:`default_hooks`.
+
+    Raises:
+        ConfigError: a dynamic option is unknown or malformed, or would reshape the table.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        storage: StorageBackend,
+        schema: TableSchema,
+        identifier: str | None = None,
+        dynamic_options: Mapping[str, Any] | None = None,
+        hooks: TableHooks | None = None,
+    ) -> None:
+        self.path = path.rstrip("/")
+        self.hooks = hooks if hooks is not None else default_hooks()
+        self.storage = storage
+        self.schema = schema
+        self.identifier = identifier or self.path
+        dynamic = Options.of(dynamic_options)
+        dynamic.validate()
+        stored = Options.of(schema.options)
+        self.options = stored.with_overrides(dynamic)
+        if dynamic:
+            _check_dynamic_options(stored, self.options)
+        self.schema_manager = SchemaManager(storage, self.path)
+        self.snapshot_manager = SnapshotManager(storage, self.path)
+        self._partition_cache: dict[bytes, dict[str, Any]] = {}
+        self._bucket_dirs: dict[tuple[bytes, int], str] = {}
+        self._live_files: LiveFileIndex | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Picklable for process pools and engines: the handle is rebuilt from its location, options and hooks.
+        arguments = (
+            self.path,
+            self.storage,
+            self.schema,
+            self.identifier,
+            self._dynamic_options(),
+            self.hooks,
+        )
+        return (type(self), arguments)
+
+    def _dynamic_options(self) -> dict[str, str]:
+        return {k: v for k, v in self.options.items() if self.schema.options.get(k) != v}
+
+    def copy(self: _Store, dynamic_options: Mapping[str, Any]) -> _Store:
+        """This table with extra dynamic options (and the same hooks)."""
+        merged = self._dynamic_options()
+        merged.update({str(k): str(v) for k, v in dynamic_options.items()})
+        return type(self)(self.path, self.storage, self.schema, self.identifier, merged, self.hooks)
+
+    # --- shape -------------------------------------------------------------------------------------------
+
+    @cached_property
+    def arrow_schema(self) -> pa.Schema:
+        return to_arrow_schema(list(self.schema.fields))
+
+    @property
+    def field_names(self) -> list[str]:
+        return [f.name for f in self.schema.fields]
+
+    @property
+    def partition_keys(self) -> list[str]:
+        return list(self.schema.partition_keys)
+
+    @cached_property
+    def partition_types(self) -> list[DataType]:
+        by_name = {f.name: f.type for f in self.schema.fields}
+        return [by_name[k] for k in self.schema.partition_keys]
+
+    @property
+    def bucket(self) -> int:
+        return self.options.get_option(opts.BUCKET)
+
+    @cached_property
+    def bucket_keys(self) -> list[str]:
+        return list(self.schema.bucket_keys())
+
+    @cached_property
+    def bucket_key_types(self) -> list[DataType]:
+        by_name = {f.name: f.type for f in self.schema.fields}
+        return [by_name[k] for k in self.bucket_keys]
+
+    @property
+    def has_primary_key(self) -> bool:
+        return bool(self.schema.primary_keys)
+
+    # --- paths -------------------------------------------------------------------------------------------
+
+    @cached_property
+    def manifest_context(self) -> ManifestContext:
+        return ManifestContext.for_table(self.storage, self.path, self.partition_types, self.options)
+
+    def manifest_path(self, name: str) -> str:
+        return self.manifest_context.path(name)
+
+    def index_path(self, file_name: str) -> str:
+        return join_path(self.path, "index", file_name)
+
+    def partition_values(self, partition: bytes) -> dict[str, Any]:
+        """Decode stored partition bytes into {key: value}."""
+        values = self._partition_cache.get(partition)
+        if values is None:
+            decoded = deserialize_row(partition, self.partition_types) if self.partition_keys else []
+            values = dict(zip(self.partition_keys, decoded, strict=True))
+            self._partition_cache[partition] = values
+        return values
+
+    def bucket_dir(self, partition: bytes, bucket: int) -> str:
+        key = (partition, bucket)
+        directory = self._bucket_dirs.get(key)
+        if directory is None:
+            values = self.partition_values(partition)
+            relative = partition_path(
+                self.partition_keys,
+                [values[k] for k in self.partition_keys],
+                self.partition_types,
+                self.options.get_option(opts.PARTITION_DEFAULT_NAME),
+                self.options.get_option(opts.PARTITION_LEGACY_NAME),
+            )
+            base = join_path(self.path, relative) if relative else self.path
+            directory = join_path(base, f"bucket-{bucket}")
+            self._bucket_dirs[key] = directory
+        return directory
+
+    def delete_new_files(self, messages: Sequence[CommitMessage]) -> None:
+        """Delete the files that uncommitted messages add (new files and compaction outputs).
+
+        Deletion failures are logged: an undeleted file is an orphan no snapshot references.
+        """
+        paths: dict[str, None] = {}  # slices of one compacted changelog file share their physical file
+        for message in messages:
+            directory = self.bucket_dir(message.partition, message.bucket)
+            upgraded = {f.file_name for f in message.compact_before}  # moved up a level, not written
+            for file in (
+                *message.new_files,
+                *message.compact_after,
+                *message.changelog_files,
+                *message.compact_changelog_files,
+            ):
+                if file.file_name not in upgraded:
+                    path = file.external_path or join_path(directory, file.file_name)
+                    paths[real_changelog_path(path)] = None
+            paths.update(dict.fromkeys(self.index_path(f.file_name) for f in message.new_index_files))
+        for path in paths:
+            try:
+                self.storage.delete(path)
+            except OSError:
+                logger.warning("could not delete uncommitted file %s", path, exc_info=True)
+
+    # --- snapshots and their files -----------------------------------------------------------------------
+
+    def snapshots(self) -> list[Snapshot]:
+        """Every snapshot still present, oldest first."""
+        return list(self.snapshot_manager.snapshots())
+
+    def latest_snapshot(self) -> Snapshot | None:
+        return self.snapshot_manager.latest()
+
+    @property
+    def live_files(self) -> LiveFileIndex:
+        """The live files of the latest snapshot committers saw through this handle (see :class:`LiveFileIndex`)."""
+        if self._live_files is None:
+            self._live_files = LiveFileIndex(self)
+        return self._live_files
+
+    def live_entries(self, snapshot_id: int | None = None) -> list[ManifestEntry]:
+        """The live ADD entries of a snapshot (the latest when None)."""
+        sm = self.snapshot_manager
+        snapshot = sm.snapshot(snapshot_id) if snapshot_id is not None else sm.latest()
+        return live_entries(self, snapshot)
+
+    def index_entries(self, snapshot: Snapshot | None = None) -> list[IndexManifestEntry]:
+        """The live index files of a snapshot (the latest when None): hash indexes, deletion vectors."""
+        snapshot = snapshot or self.snapshot_manager.latest()
+        if snapshot is None or not snapshot.index_manifest:
+            return []
+        return read_index_manifest(self.storage, self.manifest_path(snapshot.index_manifest))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.identifier!r}, schema_id={self.schema.id}, path={self.path!r})"
+
+
+def _check_dynamic_options(stored: Options, merged: Options) -> None:
+    """Dynamic options must not reshape the table (``bucket``, the merge engine...) nor contradict its other
+    options, as Java's ``copy`` checks; a table whose stored options already conflict still opens."""
+    opts.check_option_changes(stored, merged, dynamic=True)
+    try:
+        opts.check_consistency(stored)
+    except ConfigError:
+        return  # written so by an older version: refusing here would lock the table
+    opts.check_consistency(merged)
