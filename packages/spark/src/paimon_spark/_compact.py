@@ -31,6 +31,7 @@ from pyspark.sql.types import StructField, StructType
 
 from paimon_core import Catalog
 from paimon_core.compact import (
+    MODES,
     CompactionTask,
     CompactJob,
     CompactSummary,
@@ -38,7 +39,6 @@ from paimon_core.compact import (
     run_task,
 )
 from paimon_core.compact import compact_database as core_compact_database
-from paimon_core.compact._job import MODES
 from paimon_core.errors import ConfigError
 from paimon_core.redaction import get_logger
 from paimon_core.table import CommitMessage, Table

@@ -415,7 +415,7 @@ class _Job:
 
 
 @dataclass
-class _Actor:
+class Actor:
     name: str
     user: str
     committer: TableCommit | None = None
@@ -438,7 +438,7 @@ class ConcurrentCommits(RuleBasedStateMachine):
         super().__init__()
         self.plan = FaultPlan()
         self.model = TableModel()
-        self.actors = [_Actor(f"a{i}", f"user-a{i}-{uuid.uuid4().hex[:6]}") for i in range(self.actor_count)]
+        self.actors = [Actor(f"a{i}", f"user-a{i}-{uuid.uuid4().hex[:6]}") for i in range(self.actor_count)]
         self.partitions: list[str | None] = []
         self.next_row = 0
         self.warehouse = self.make_warehouse()
@@ -494,16 +494,16 @@ class ConcurrentCommits(RuleBasedStateMachine):
             if a.job is None or a.job.phase in ("landed", "unknown", "failed", "aborted", "rolled-back")
         ]
 
-    def _pick(self, data: st.DataObject, names: Sequence[str]) -> _Actor:
+    def _pick(self, data: st.DataObject, names: Sequence[str]) -> Actor:
         name = data.draw(st.sampled_from(sorted(names)), label="actor")
         return next(a for a in self.actors if a.name == name)
 
-    def _committer(self, actor: _Actor) -> TableCommit:
+    def _committer(self, actor: Actor) -> TableCommit:
         if actor.committer is None:  # a (re)started actor: same commit user, fresh state
             actor.committer = self.table.new_commit(actor.user)
         return actor.committer
 
-    def _crash(self, actor: _Actor, why: str) -> None:
+    def _crash(self, actor: Actor, why: str) -> None:
         note(f"{actor.name} crashed ({why})")
         actor.committer = None
         job = actor.job
@@ -513,7 +513,7 @@ class ConcurrentCommits(RuleBasedStateMachine):
         if job.phase == "writing":
             actor.job = None  # its files are orphans now
 
-    def _fail_job(self, actor: _Actor, error: BaseException) -> None:
+    def _fail_job(self, actor: Actor, error: BaseException) -> None:
         note(f"{actor.name}: {type(error).__name__}: {error}; the job is dropped")
         job = actor.job
         if job is not None and job.writer is not None:
@@ -537,7 +537,7 @@ class ConcurrentCommits(RuleBasedStateMachine):
         an overwrite of one partition takes the first index as its partition and writes only there)."""
         self._begin(self._pick(data, self._idle()), job, rows)
 
-    def _begin(self, actor: _Actor, job: str, rows: list[int]) -> None:
+    def _begin(self, actor: Actor, job: str, rows: list[int]) -> None:
         identifier = actor.next_identifier
         actor.next_identifier += 1
         actor.job = None
@@ -579,7 +579,7 @@ class ConcurrentCommits(RuleBasedStateMachine):
         """Write more rows (indices pick partitions, as in ``begin``)."""
         self._write_rows(self._pick(data, self._writing()), rows)
 
-    def _write_rows(self, actor: _Actor, rows: list[int]) -> None:
+    def _write_rows(self, actor: Actor, rows: list[int]) -> None:
         job = actor.job
         assert job is not None and job.writer is not None
         if not rows:
@@ -610,7 +610,7 @@ class ConcurrentCommits(RuleBasedStateMachine):
     def prepare(self, data: st.DataObject) -> None:
         self._prepare(self._pick(data, self._preparable()))
 
-    def _prepare(self, actor: _Actor) -> None:
+    def _prepare(self, actor: Actor) -> None:
         job = actor.job
         assert job is not None
         try:
@@ -628,7 +628,7 @@ class ConcurrentCommits(RuleBasedStateMachine):
         except (OSError, SnapshotExpiredError) as error:  # a compaction's inputs may have expired
             self._fail_job(actor, error)
 
-    def _commit(self, actor: _Actor) -> None:
+    def _commit(self, actor: Actor) -> None:
         """Commit the actor's prepared job and record the outcome in the model."""
         job = actor.job
         assert job is not None and job.messages is not None
@@ -691,7 +691,7 @@ class ConcurrentCommits(RuleBasedStateMachine):
             note(f"{actor.name}: {change.describe()} was already committed; nothing to do")
             job.phase = "landed"
 
-    def _commit_publishing(self, actor: _Actor, meanwhile: Callable[[], None]) -> None:
+    def _commit_publishing(self, actor: Actor, meanwhile: Callable[[], None]) -> None:
         """Commit ``actor``'s job; ``meanwhile`` runs once, right before its snapshot is published."""
         armed = self.plan.arm(
             Fault.CALLBACK, ops={"write_if_absent"}, path_contains=SNAPSHOT, callback=meanwhile

@@ -57,10 +57,9 @@ from hypothesis.stateful import initialize, precondition, rule
 from paimon_core.manifest import ManifestEntry
 from paimon_core.snapshot import Snapshot
 from paimon_core.table import KeyValueTableWrite
-from paimon_core.table.mergetree._merge import DELETE
-from paimon_core.table.mergetree._reader import KeyValueTableRead
+from paimon_core.table.mergetree import DELETE, KeyValueTableRead
 from paimon_testing.faults import SimulatedCrash
-from paimon_testing.stateful import ConcurrentCommits, LocalConcurrentCommits, _Actor
+from paimon_testing.stateful import Actor, ConcurrentCommits, LocalConcurrentCommits
 from paimon_testing.strategies import partition_values
 
 __all__ = [
@@ -262,13 +261,13 @@ class PrimaryKeyCommits(ConcurrentCommits):
         """Write more records: upserts and ``-D``, on the actor's own keys."""
         self._write_rows(self._pick(data, self._writing()), rows)
 
-    def _begin(self, actor: _Actor, job: str, rows: list[Any]) -> None:
+    def _begin(self, actor: Actor, job: str, rows: list[Any]) -> None:
         super()._begin(actor, job, [])
         if actor.job is not None:
             actor.job.ordered = True
             self._write_rows(actor, rows)
 
-    def _write_rows(self, actor: _Actor, rows: list[Any]) -> None:
+    def _write_rows(self, actor: Actor, rows: list[Any]) -> None:
         job = actor.job
         assert job is not None and job.writer is not None
         records = [self._record(actor, job.scope, drawn) for drawn in rows]
@@ -293,7 +292,7 @@ class PrimaryKeyCommits(ConcurrentCommits):
         except OSError as error:
             self._fail_job(actor, error)
 
-    def _record(self, actor: _Actor, scope: tuple[str | None, ...] | None, drawn: Any) -> Record:
+    def _record(self, actor: Actor, scope: tuple[str | None, ...] | None, drawn: Any) -> Record:
         """The record a drawn tuple stands for (an int, as ``commit_paused`` writes, is an upsert)."""
         if isinstance(drawn, int):
             drawn = (drawn, drawn, drawn, 0, False)

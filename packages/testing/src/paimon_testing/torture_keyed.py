@@ -60,7 +60,7 @@ from paimon_core.errors import (
 )
 from paimon_core.redaction import get_logger
 from paimon_core.table import CommitMessage, KeyValueTableWrite, Table, live_entries
-from paimon_core.table.mergetree._merge import DELETE, INSERT
+from paimon_core.table.mergetree import DELETE, INSERT
 from paimon_core.tag import TagManager
 from paimon_testing.faults import FaultPlan, FaultRule, FaultyStorage
 from paimon_testing.stateful_pk import KEYED_SCHEMA
@@ -72,7 +72,7 @@ from paimon_testing.torture import (
     run_roles,
     shared_catalog,
 )
-from paimon_testing.torture_maintenance import MaintenanceReport, _check_snapshots
+from paimon_testing.torture_maintenance import MaintenanceReport, check_snapshots
 
 __all__ = ["KeyedReport", "run_keyed_torture", "verify_keyed"]
 
@@ -371,7 +371,7 @@ def verify_keyed(table: Table, log_paths: Sequence[str]) -> KeyedReport:
                 commits.setdefault(entry["index"], []).append(
                     _Commit(entry["identifier"], records, entry["started_ns"], entry["undecided"])
                 )
-    _check_snapshots(table, report)
+    check_snapshots(table, report)
     rows = {(r[0], r[1]): r for r in _read(table)}
     report.rows = len(rows)
     expected_keys: set[_Key] = set()

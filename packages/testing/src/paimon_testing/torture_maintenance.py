@@ -56,7 +56,7 @@ from paimon_testing.torture import (
     shared_catalog,
 )
 
-__all__ = ["MaintenanceReport", "run_maintenance_torture", "verify_maintenance"]
+__all__ = ["MaintenanceReport", "check_snapshots", "run_maintenance_torture", "verify_maintenance"]
 
 logger = get_logger(__name__)
 
@@ -237,7 +237,7 @@ def verify_maintenance(table: Table, log_paths: Sequence[str]) -> MaintenanceRep
             else:
                 appended.update(rows)
     expected = Counter(appended)
-    _check_snapshots(table, report)
+    check_snapshots(table, report)
     data = table.to_arrow(["id", "p"])
     actual = Counter(zip(data.column("id").to_pylist(), data.column("p").to_pylist(), strict=True))
     for rows in undecided:  # landed whole, or not at all
@@ -262,7 +262,7 @@ def _overwrites_that_may_stand(log: list[tuple[int, list[Row], bool]]) -> list[l
     return [rows for i, rows, _ in sorted(log, key=lambda e: -e[0]) if i >= last_decided]
 
 
-def _check_snapshots(table: Table, report: MaintenanceReport) -> None:
+def check_snapshots(table: Table, report: MaintenanceReport) -> None:
     sm = table.snapshot_manager
     earliest, latest = sm.earliest_id(), sm.latest_id()
     if earliest is None or latest is None:

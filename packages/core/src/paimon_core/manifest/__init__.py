@@ -14,6 +14,7 @@ from paimon_core.manifest._avro import (
     MANIFEST_FILE_META_SCHEMA,
     avro_codec,
 )
+from paimon_core.manifest._cache import manifest_cache
 from paimon_core.manifest._entry import (
     EMPTY_ROW_BYTES,
     DataFileMeta,
@@ -77,6 +78,7 @@ __all__ = [
     "combine_index_entries",
     "compute_partition_stats",
     "local_wall_clock_millis",
+    "manifest_cache",
     "merge_entries",
     "merge_manifests",
     "read_all_entries",

@@ -37,18 +37,18 @@ __all__ = [
     "record_to_entry",
 ]
 
-_NAMESPACE_RECORD = "org.apache.paimon.avro.generated.record"
+NAMESPACE_RECORD = "org.apache.paimon.avro.generated.record"
 _ENTRY_VERSION = 2
 _FILE_META_VERSION = 2
 _UTC_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
-def _nullable(avro_type: Any) -> list[Any]:
+def nullable(avro_type: Any) -> list[Any]:
     return ["null", avro_type]
 
 
-def _opt(name: str, avro_type: Any) -> dict[str, Any]:
-    return {"name": name, "type": _nullable(avro_type), "default": None}
+def opt(name: str, avro_type: Any) -> dict[str, Any]:
+    return {"name": name, "type": nullable(avro_type), "default": None}
 
 
 def _stats_schema(name: str) -> dict[str, Any]:
@@ -58,7 +58,7 @@ def _stats_schema(name: str) -> dict[str, Any]:
         "fields": [
             {"name": "_MIN_VALUES", "type": "bytes"},
             {"name": "_MAX_VALUES", "type": "bytes"},
-            _opt("_NULL_COUNTS", {"type": "array", "items": _nullable("long")}),
+            opt("_NULL_COUNTS", {"type": "array", "items": nullable("long")}),
         ],
     }
 
@@ -81,22 +81,22 @@ _DATA_FILE_META_SCHEMA: dict[str, Any] = {
         {"name": "_SCHEMA_ID", "type": "long"},
         {"name": "_LEVEL", "type": "int"},
         {"name": "_EXTRA_FILES", "type": _STRING_ARRAY},
-        _opt("_CREATION_TIME", {"type": "long", "logicalType": "timestamp-millis"}),
-        _opt("_DELETE_ROW_COUNT", "long"),
-        _opt("_EMBEDDED_FILE_INDEX", "bytes"),
-        _opt("_FILE_SOURCE", "int"),
-        _opt("_VALUE_STATS_COLS", _STRING_ARRAY),
-        _opt("_EXTERNAL_PATH", "string"),
-        _opt("_FIRST_ROW_ID", "long"),
-        _opt("_WRITE_COLS", _STRING_ARRAY),
-        _opt("_WRITE_COLS_SEQUENCES", {"type": "array", "items": "long"}),
+        opt("_CREATION_TIME", {"type": "long", "logicalType": "timestamp-millis"}),
+        opt("_DELETE_ROW_COUNT", "long"),
+        opt("_EMBEDDED_FILE_INDEX", "bytes"),
+        opt("_FILE_SOURCE", "int"),
+        opt("_VALUE_STATS_COLS", _STRING_ARRAY),
+        opt("_EXTERNAL_PATH", "string"),
+        opt("_FIRST_ROW_ID", "long"),
+        opt("_WRITE_COLS", _STRING_ARRAY),
+        opt("_WRITE_COLS_SEQUENCES", {"type": "array", "items": "long"}),
     ],
 }
 
 #: Avro schema of a manifest file (one record per :class:`ManifestEntry`).
 MANIFEST_ENTRY_SCHEMA: dict[str, Any] = {
     "type": "record",
-    "name": _NAMESPACE_RECORD,
+    "name": NAMESPACE_RECORD,
     "fields": [
         {"name": "_VERSION", "type": "int"},
         {"name": "_KIND", "type": "int"},
@@ -110,7 +110,7 @@ MANIFEST_ENTRY_SCHEMA: dict[str, Any] = {
 #: Avro schema of a manifest list (one record per :class:`ManifestFileMeta`).
 MANIFEST_FILE_META_SCHEMA: dict[str, Any] = {
     "type": "record",
-    "name": _NAMESPACE_RECORD,
+    "name": NAMESPACE_RECORD,
     "fields": [
         {"name": "_VERSION", "type": "int"},
         {"name": "_FILE_NAME", "type": "string"},
@@ -119,15 +119,15 @@ MANIFEST_FILE_META_SCHEMA: dict[str, Any] = {
         {"name": "_NUM_DELETED_FILES", "type": "long"},
         {"name": "_PARTITION_STATS", "type": _stats_schema("record__PARTITION_STATS")},
         {"name": "_SCHEMA_ID", "type": "long"},
-        _opt("_MIN_BUCKET", "int"),
-        _opt("_MAX_BUCKET", "int"),
-        _opt("_MIN_LEVEL", "int"),
-        _opt("_MAX_LEVEL", "int"),
-        _opt("_MIN_ROW_ID", "long"),
-        _opt("_MAX_ROW_ID", "long"),
+        opt("_MIN_BUCKET", "int"),
+        opt("_MAX_BUCKET", "int"),
+        opt("_MIN_LEVEL", "int"),
+        opt("_MAX_LEVEL", "int"),
+        opt("_MIN_ROW_ID", "long"),
+        opt("_MAX_ROW_ID", "long"),
         # Written by pypaimon 2.1 (and presumably newer Java); Java readers skip unknown fields.
-        _opt("_TOTAL_BUCKETS", "int"),
-        _opt("_EXTRA_FILES", _STRING_ARRAY),
+        opt("_TOTAL_BUCKETS", "int"),
+        opt("_EXTRA_FILES", _STRING_ARRAY),
     ],
 }
 
@@ -204,7 +204,7 @@ def encode_ocf(
     return buffer.getvalue()
 
 
-def _read_ocf(data: bytes, what: str, path: str | None) -> Iterator[dict[str, Any]]:
+def read_ocf(data: bytes, what: str, path: str | None) -> Iterator[dict[str, Any]]:
     try:
         reader = fastavro.reader(io.BytesIO(data))
     except Exception as exc:
@@ -346,14 +346,14 @@ def _record_to_entry(record: dict[str, Any]) -> ManifestEntry:
     )
 
 
-def _check_version(record: dict[str, Any], expected: int, what: str, path: str | None) -> None:
+def check_version(record: dict[str, Any], expected: int, what: str, path: str | None) -> None:
     version = record.get("_VERSION")
     if version != expected:
         raise CorruptMetadataError(f"{what} {path or ''} has unsupported _VERSION {version!r}", path)
 
 
 def check_entry_version(record: dict[str, Any], path: str | None = None) -> None:
-    _check_version(record, _ENTRY_VERSION, "manifest file", path)
+    check_version(record, _ENTRY_VERSION, "manifest file", path)
 
 
 def record_to_entry(record: dict[str, Any], path: str | None = None) -> ManifestEntry:
@@ -369,7 +369,7 @@ def record_to_entry(record: dict[str, Any], path: str | None = None) -> Manifest
 def decode_entries(data: bytes, path: str | None = None) -> list[ManifestEntry]:
     """Decode a manifest file's bytes. Fields that older writers lack come back as None/defaults."""
     entries = []
-    for record in _read_ocf(data, "manifest file", path):
+    for record in read_ocf(data, "manifest file", path):
         check_entry_version(record, path)
         entries.append(record_to_entry(record, path))
     return entries
@@ -378,8 +378,8 @@ def decode_entries(data: bytes, path: str | None = None) -> list[ManifestEntry]:
 def decode_file_metas(data: bytes, path: str | None = None) -> list[ManifestFileMeta]:
     """Decode a manifest list's bytes."""
     metas = []
-    for record in _read_ocf(data, "manifest list", path):
-        _check_version(record, _FILE_META_VERSION, "manifest list", path)
+    for record in read_ocf(data, "manifest list", path):
+        check_version(record, _FILE_META_VERSION, "manifest list", path)
         try:
             metas.append(
                 ManifestFileMeta(

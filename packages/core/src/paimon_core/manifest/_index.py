@@ -21,7 +21,7 @@ from typing import Any
 import fastavro
 
 from paimon_core.errors import CorruptMetadataError
-from paimon_core.manifest._avro import _NAMESPACE_RECORD, _check_version, _nullable, _opt, _read_ocf
+from paimon_core.manifest._avro import NAMESPACE_RECORD, check_version, nullable, opt, read_ocf
 from paimon_core.manifest._entry import FileKind
 from paimon_core.manifest._files import read_metadata_file, write_avro_file
 from paimon_core.storage import StorageBackend
@@ -52,13 +52,13 @@ _RANGE_SCHEMA: dict[str, Any] = {
         {"name": "f0", "type": "string"},
         {"name": "f1", "type": "int"},
         {"name": "f2", "type": "int"},
-        _opt("_CARDINALITY", "long"),
+        opt("_CARDINALITY", "long"),
     ],
 }
 
 INDEX_MANIFEST_ENTRY_SCHEMA: dict[str, Any] = {
     "type": "record",
-    "name": _NAMESPACE_RECORD,
+    "name": NAMESPACE_RECORD,
     "fields": [
         {"name": "_VERSION", "type": "int"},
         {"name": "_KIND", "type": "int"},
@@ -69,8 +69,8 @@ INDEX_MANIFEST_ENTRY_SCHEMA: dict[str, Any] = {
         {"name": "_FILE_SIZE", "type": "long"},
         {"name": "_ROW_COUNT", "type": "long"},
         # Java declares the elements nullable, as it does every nested row.
-        _opt(_RANGES_FIELD, {"type": "array", "items": _nullable(_RANGE_SCHEMA)}),
-        _opt("_EXTERNAL_PATH", "string"),
+        opt(_RANGES_FIELD, {"type": "array", "items": nullable(_RANGE_SCHEMA)}),
+        opt("_EXTERNAL_PATH", "string"),
     ],
 }
 _PARSED_SCHEMA = fastavro.parse_schema(INDEX_MANIFEST_ENTRY_SCHEMA)
@@ -178,8 +178,8 @@ def read_index_manifest(storage: StorageBackend, path: str) -> list[IndexManifes
     """
     data = read_metadata_file(storage, path, "index manifest")
     entries = []
-    for record in _read_ocf(data, "index manifest", path):
-        _check_version(record, _INDEX_ENTRY_VERSION, "index manifest", path)
+    for record in read_ocf(data, "index manifest", path):
+        check_version(record, _INDEX_ENTRY_VERSION, "index manifest", path)
         try:
             entries.append(
                 IndexManifestEntry(

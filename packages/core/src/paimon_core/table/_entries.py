@@ -27,12 +27,12 @@ from paimon_core.manifest import (
     FileKind,
     ManifestEntry,
     ManifestFileMeta,
+    manifest_cache,
     merge_entries,
     read_manifest_file,
     read_manifest_list,
     read_manifest_where,
 )
-from paimon_core.manifest._cache import manifest_cache
 from paimon_core.options import Options
 from paimon_core.predicate import Predicate
 from paimon_core.snapshot import Snapshot, SnapshotManager

@@ -30,10 +30,10 @@ from paimon_core.errors import (
     SchemaError,
 )
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER
-from paimon_core.table.commit import TableCommit
 from paimon_core.table._messages import CommitMessage
 from paimon_core.table._store import CommitCompactor, TableStore
 from paimon_core.table._write import TableWrite
+from paimon_core.table.commit import TableCommit
 from paimon_core.table.mergetree._writer import KeyValueTableWrite
 
 __all__ = ["COMMIT_NEVER_LANDED", "CommitPipeline", "new_write"]
