@@ -106,6 +106,9 @@ class MergeSummary:
 
 @dataclass(frozen=True)
 class Actions:
+    """What a command does to each joined row: (condition, setting) upserts, delete conditions and the
+    (condition, values) insert, each None when the command lacks it (Paimon's merge_into arguments)."""
+
     matched_upsert: tuple[str, dict[str, str]] | None
     matched_delete: str | None
     unmatched_upsert: tuple[str, dict[str, str]] | None
@@ -179,7 +182,9 @@ def refuse_key_assignments(
             )
 
 
-def read_target(spark: SparkSession, table: Table, pruning: list[Any] | None) -> tuple[int | None, DataFrame]:
+def _read_target(
+    spark: SparkSession, table: Table, pruning: list[Any] | None
+) -> tuple[int | None, DataFrame]:
     """The latest snapshot's id and its rows, of the partitions ``pruning`` keeps (all when None)."""
     base = table.latest_snapshot()
     if base is None or (pruning is not None and not pruning):
@@ -213,10 +218,10 @@ def run_row_level(
         several_matches_possible: whether a target row may meet several source rows (checked then).
         computed_keys: whether upserts may compute a primary key (checked to equal the row's own).
     """
-    base_id, target = read_target(spark, table, pruning)
+    base_id, target = _read_target(spark, table, pruning)
     joined = join(target.alias(target_alias)).withColumn(ACTION_COLUMN, _action_column(actions)).persist()
     try:
-        return execute(
+        return _execute(
             _Plan(
                 table, config, base_id, joined, output, target_alias, several_matches_possible, computed_keys
             )
@@ -266,7 +271,7 @@ def merge_with_itself(
     )
 
 
-def execute(plan: _Plan) -> MergeSummary:
+def _execute(plan: _Plan) -> MergeSummary:
     """Check the planned merge, write its changes and commit them once."""
     table, joined = plan.table, plan.joined
     if plan.several_matches_possible:

@@ -3,13 +3,12 @@ as Paimon predicates, and the partition pruning of row-level commands."""
 
 from __future__ import annotations
 
-from paimon_spark._read._batch import PaimonBatchReader, PaimonPartition, PaimonPushdownReader, spark_schema
+from paimon_spark._read._batch import PaimonBatchReader, PaimonPushdownReader, spark_schema
 from paimon_spark._read._prune import is_column, partition_filter, top_level_chars
 from paimon_spark._read._stream import PaimonStreamReader
 
 __all__ = [
     "PaimonBatchReader",
-    "PaimonPartition",
     "PaimonPushdownReader",
     "PaimonStreamReader",
     "is_column",
