@@ -16,7 +16,7 @@ from paimon_core.manifest import HASH_INDEX
 from paimon_core.options import Options
 from paimon_core.table import CommitMessage, Table
 from paimon_core.table.mergetree import read_hash_index
-from paimon_spark._consolidate import SplitKeyError, consolidate, full_compaction_due
+from paimon_spark._write._consolidate import SplitKeyError, consolidate, full_compaction_due
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.int64())])
 

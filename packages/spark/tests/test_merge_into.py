@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 import paimon_spark
-import paimon_spark._merge as merge_module
+import paimon_spark._commands._rowlevel as rowlevel_module
 from paimon_core import Catalog
 from paimon_core.errors import CommitConflictError, ConfigError
 from paimon_spark.cli import build_parser, merge_arguments
@@ -204,7 +204,7 @@ def test_bad_arguments_are_config_errors(
 
 
 def test_split_top_level_keeps_nested_commas() -> None:
-    from paimon_spark._merge import split_top_level
+    from paimon_spark._commands._rowlevel import split_top_level
 
     assert split_top_level("a = concat(S.x, ','), b = `c,d`, e = 'f,(g'") == [
         "a = concat(S.x, ',')",
@@ -219,14 +219,14 @@ def test_a_concurrent_overwrite_of_a_rewritten_file_fails_the_merge_and_it_leave
     make_target(warehouse)
     before_files = on_disk(warehouse)
     replacement = pa.table({"id": [7], "v": ["other writer"], "p": ["a"]}, schema=SCHEMA)
-    original = merge_module._deleted_messages
+    original = rowlevel_module._deleted_messages
 
     def overwrite_first(*args: Any) -> Any:
         # another writer replaces partition a after the merge read it and before the merge commits
         Catalog.open(warehouse).get_table("db.t").overwrite(replacement, partition={"p": "a"})
         return original(*args)
 
-    monkeypatch.setattr(merge_module, "_deleted_messages", overwrite_first)
+    monkeypatch.setattr(rowlevel_module, "_deleted_messages", overwrite_first)
     source(spark, [(1, "new1", "a")])
     with pytest.raises(CommitConflictError):
         merge(
@@ -488,7 +488,7 @@ def test_primary_key_merge_engines_that_cannot_take_the_merge(
 
 
 def test_conditions_that_prune_partitions() -> None:
-    from paimon_spark._prune import conjuncts, equated_expressions, is_column
+    from paimon_spark._read._prune import conjuncts, equated_expressions, is_column
 
     terms = conjuncts("(T.id = S.id) AND `T`.`p` = upper(S.p) and S.q = T.q AND T.r <=> S.r AND T.s >= S.s")
     assert terms == ["T.id = S.id", "`T`.`p` = upper(S.p)", "S.q = T.q", "T.r <=> S.r", "T.s >= S.s"]

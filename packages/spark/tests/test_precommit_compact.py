@@ -21,7 +21,7 @@ from paimon_core.manifest import FileKind
 from paimon_core.snapshot import CommitKind
 from paimon_core.table import manifest_metas, read_entries
 from paimon_spark._options import SourceConfig
-from paimon_spark._source import PaimonBatchWriter, PaimonCommitMessage, PaimonStreamWriter
+from paimon_spark._write import PaimonBatchWriter, PaimonCommitMessage, PaimonStreamWriter
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("p", pa.string())])
 SPARK_SCHEMA = StructType([StructField("id", LongType(), False), StructField("p", StringType(), True)])

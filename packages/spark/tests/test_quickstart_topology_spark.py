@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from paimon_core.table import Table
-from paimon_spark._source import PaimonDataSource, PaimonStreamReader
+from paimon_spark._read import PaimonStreamReader
+from paimon_spark._source import PaimonDataSource
 from paimon_testing.torture_changelog import (
     FOLLOW,
     TABLE,

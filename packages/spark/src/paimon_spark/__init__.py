@@ -33,19 +33,16 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from paimon_spark._compact import SparkRunner, compact, compact_database
-from paimon_spark._consolidate import SplitKeyError
+from paimon_spark._commands import MergeCardinalityError, MergeSummary, delete_from, merge_into, update
 from paimon_spark._errors import RemotePaimonError, paimon_error, paimon_errors
-from paimon_spark._merge import MergeCardinalityError, MergeSummary, merge_into
 from paimon_spark._options import (
-    SESSION_TIME_ZONE_CONF,
-    SPARK_OVERWRITE_MODE_CONF,
+    SOURCE_NAME,
     SourceConfig,
     conf_dynamic_options,
 )
-from paimon_spark._procedures import register_procedures
-from paimon_spark._rowlevel import delete_from, update
-from paimon_spark._source import SOURCE_NAME, PaimonDataSource, commit_user_for_query
+from paimon_spark._procedures import SparkRunner, compact, compact_database, register_procedures
+from paimon_spark._session import register_data_source
+from paimon_spark._source import PaimonDataSource
 from paimon_spark._sql import (
     ProcedureNotFoundError,
     SqlError,
@@ -57,7 +54,7 @@ from paimon_spark._sql import (
 )
 from paimon_spark._types import from_spark_schema, from_spark_type, to_spark_schema, to_spark_type
 from paimon_spark._version import __version__
-from paimon_spark._write import write, write_stream
+from paimon_spark._write import SplitKeyError, commit_user_for_query, write, write_stream
 
 __all__ = [
     "SOURCE_NAME",
@@ -92,14 +89,6 @@ __all__ = [
     "write_stream",
 ]
 
-_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
-# Below INT_MAX, Spark re-measures the Arrow batch it is filling after every row it sends to a Python worker;
-# for a write (the rows travel as one struct column) that walk over the struct's children costs more JVM
-# time than converting the rows (JFR on 5M rows: 3.4-6.3 CPU-s with the check, 1.8 without). INT_MAX turns
-# the check off; batches stay capped at spark.sql.execution.arrow.maxRecordsPerBatch rows.
-_ARROW_BATCH_BYTES_CONF = "spark.sql.execution.arrow.maxBytesPerBatch"
-_NO_BYTE_CHECK = str(2**31 - 1)
-
 
 def register(spark: SparkSession, *, sql: bool = True) -> type[PaimonDataSource]:
     """Register the ``paimon`` data source and the compaction procedures (UDTFs) with ``spark``, and (unless
@@ -119,29 +108,7 @@ def register(spark: SparkSession, *, sql: bool = True) -> type[PaimonDataSource]
     any Python data source cheaper by a third or more (batches stay bounded by ``maxRecordsPerBatch``).
     Set it yourself, before ``register``, to keep a byte cap for other Arrow UDFs of very wide rows.
     """
-    conf: dict[str, str] = {str(k): str(v) for k, v in spark.conf.getAll.items()}
-    if _ARROW_BATCH_BYTES_CONF not in conf:
-        spark.conf.set(_ARROW_BATCH_BYTES_CONF, _NO_BYTE_CHECK)
-    captured = {
-        k: v
-        for k, v in conf.items()
-        if k.startswith(("paimon.", "spark.paimon."))
-        or k in (SPARK_OVERWRITE_MODE_CONF, SESSION_TIME_ZONE_CONF)
-    }
-    pushdown = conf.get(_PUSHDOWN_CONF, "false").strip().lower() == "true"
-    # A class built here is pickled by value (it is not importable), so the captured values travel along.
-    source = type(
-        "PaimonDataSource",
-        (PaimonDataSource,),
-        {
-            "session_conf": captured,
-            "filter_pushdown": pushdown,
-            "__module__": __name__,
-            "__qualname__": "register.<locals>.PaimonDataSource",
-        },
-    )
-    spark.dataSource.register(source)
-    register_procedures(spark)
+    source = register_data_source(spark)
     state_of(spark).registered = True
     if sql:
         install_sql(spark)

@@ -39,6 +39,7 @@ import datetime as dt
 import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from paimon_core import Catalog
 from paimon_core import options as opts
@@ -50,12 +51,20 @@ from paimon_core.tag import TagManager
 
 __all__ = [
     "OVERWRITE_PARTITION",
+    "ROW_KIND_COLUMN",
+    "SOURCE_NAME",
     "TIMESTAMP_AS_OF",
     "VERSION_AS_OF",
     "SourceConfig",
     "conf_dynamic_options",
     "is_paimon_option",
+    "parse_options",
 ]
+
+SOURCE_NAME = "paimon"
+"""The name the data source registers under: ``spark.read.format("paimon")``."""
+ROW_KIND_COLUMN = "rowkind"
+"""The row kind column of changelog reads (``$audit_log``, ``read.changelog``) and of writes."""
 
 DEFAULT_CATALOG = "paimon"
 _CONF_PREFIXES = ("spark.paimon.", "paimon.")
@@ -102,6 +111,23 @@ _OWN_KEYS = frozenset(
 
 def is_paimon_option(key: str) -> bool:
     return opts.known_option(key) is not None or key.startswith("fields.")
+
+
+def parse_options(options: str | Mapping[str, Any] | None) -> dict[str, str]:
+    """Paimon's procedure ``options``: ``'k1=v1,k2=v2'`` (or a mapping) into a dict."""
+    if options is None:
+        return {}
+    if isinstance(options, Mapping):
+        return {str(k): str(v) for k, v in options.items()}
+    result: dict[str, str] = {}
+    for pair in options.split(","):
+        if not pair.strip():
+            continue
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"invalid option {pair!r}: expected key=value")
+        result[key.strip()] = value.strip()
+    return result
 
 
 def conf_dynamic_options(conf: Mapping[str, str], catalog: str, database: str, table: str) -> dict[str, str]:

@@ -17,6 +17,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from paimon_spark._errors import paimon_errors
+from paimon_spark._session import register_data_source
 from paimon_spark._sql._call import PROCEDURES, call
 from paimon_spark._sql._context import Context
 from paimon_spark._sql._ddl import (
@@ -131,9 +132,8 @@ def sql(spark: SparkSession, text: str, args: Any = None) -> DataFrame:
     except SqlError:
         return run_sql(text, args)  # Spark names the unterminated quote itself
     if not state.registered:
-        from paimon_spark import register
-
-        register(spark, sql=False)
+        register_data_source(spark)
+        state.registered = True
     resolver = Resolver(state, catalogs, spark_view=lambda name: _spark_has(spark, name))
     ctx = Context(spark, statement, tokens, resolver, run_sql, args)
     result = _dispatch(ctx, words(tokens, 6))

@@ -29,8 +29,9 @@ from paimon_core.maintenance import (
     rollback_to,
 )
 from paimon_core.table import Table
-from paimon_spark._compact import compact, compact_database, parse_options
-from paimon_spark._merge import merge_into
+from paimon_spark._commands import merge_into
+from paimon_spark._options import parse_options
+from paimon_spark._procedures import compact, compact_database
 from paimon_spark._sql._context import Context
 from paimon_spark._sql._errors import ProcedureNotFoundError
 from paimon_spark._sql._names import CatalogConf, PaimonName

@@ -30,6 +30,7 @@ from paimon_spark._sql._errors import SqlError
 from paimon_spark._sql._names import DEFAULT_DATABASE, CatalogConf, PaimonName
 from paimon_spark._sql._query import literal_value, paimon_references, run_query, table_parts
 from paimon_spark._sql._tokens import Cursor
+from paimon_spark._sql._views import create_view
 from paimon_spark._types import from_spark_schema, from_spark_type
 
 if TYPE_CHECKING:
@@ -189,9 +190,7 @@ def create_table(ctx: Context, create: exp.Create) -> DataFrame:
     if data is not None:
         data.write.format("paimon").options(**name.source_options()).mode("append").save()
     if view_name is not None:
-        from paimon_spark import create_temp_view
-
-        create_temp_view(ctx.spark, view_name, name.identifier, **_view_options(name))
+        create_view(ctx.spark, ctx.run_sql, view_name, name.identifier, _view_options(name))
     return ctx.done()
 
 

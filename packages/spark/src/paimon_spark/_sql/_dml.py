@@ -25,9 +25,8 @@ from sqlglot.tokenizer_core import TokenType
 
 from paimon_core.table import Table
 from paimon_core.types import RowType
-from paimon_spark._merge import merge_into
+from paimon_spark._commands import delete_from, merge_into, update
 from paimon_spark._options import OVERWRITE_PARTITION, SPARK_OVERWRITE_MODE_CONF, is_paimon_option
-from paimon_spark._rowlevel import delete_from, update
 from paimon_spark._sql._context import Context
 from paimon_spark._sql._ddl import partition_spec
 from paimon_spark._sql._names import PaimonName

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql.types import StructType
 from sqlglot.tokenizer_core import TokenType
 
-from paimon_spark._source import SOURCE_NAME
+from paimon_spark._options import SOURCE_NAME
 from paimon_spark._sql._names import PaimonName, ViewDef, state_of
 from paimon_spark._sql._tokens import Cursor
 

@@ -1,28 +1,26 @@
-"""``merge_into`` on Spark: Paimon's merge procedure, for primary-key and append tables.
+"""The row-level engine under ``merge_into``, ``update`` and ``delete_from`` (as Paimon's Spark
+``MERGE INTO``, ``UPDATE`` and ``DELETE`` commands share one row-level base).
 
-The target is read at one snapshot and joined with the source by ``merge_condition``; each joined row gets
-its fate from the first action whose condition holds, in Paimon's documented order: matched upsert, matched
-delete, not-matched-by-source upsert, not-matched-by-source delete, not-matched insert. A target row that
-several source rows match and that an action changes is an error, as in SQL's MERGE. When the merge
-condition equates target partition columns with source expressions (and no not-matched-by-source action
-needs the rest), only the partitions the source produces are read (:mod:`paimon_spark._prune`).
+Every command is a merge: the target is read at one snapshot and joined with a source (``update`` and
+``delete_from`` join the table with itself), each joined row gets its fate from the first action whose
+condition holds, in Paimon's documented order: matched upsert, matched delete, not-matched-by-source
+upsert, not-matched-by-source delete, not-matched insert. A target row that several source rows match and
+that an action changes is an error, as in SQL's MERGE. Terms equating target partition columns with the
+source's expressions (or constants) limit the read to those partitions (:mod:`paimon_spark._read._prune`).
 
 How the changes are written depends on the table:
 
 * **Primary-key tables** take row-kind writes, as Paimon's Flink ``merge_into`` action writes them: an
   updated row goes in whole as an upsert of its key (``+U``), a deleted one as a ``-D`` record of the row
   read, an inserted one as ``+I``; no file is rewritten and the commit is an APPEND
-  (:mod:`paimon_spark._upsert`). As in Paimon, only the ``deduplicate`` and ``partial-update`` engines take
-  a merge (a partial-update table keeps a column's old value where the written row has null), and an
-  update may not change a row's primary key.
+  (:mod:`paimon_spark._write._upsert`). As in Paimon, only the ``deduplicate`` and ``partial-update``
+  engines take a merge (a partial-update table keeps a column's old value where the written row has null),
+  and an update may not change a row's primary key.
 * **Append tables** are merged copy-on-write (as Paimon's Spark ``MERGE INTO`` does for them): the target
   rows carry their file and position, and every file holding a changed row is written again without its
   deleted rows and with its updated ones. One OVERWRITE snapshot then deletes those files and adds the new
   ones (plus the inserted rows), with conflict checks: a concurrent compaction or overwrite of a rewritten
-  file fails the merge and leaves the table as it was. Concurrent appends are kept.
-
-:func:`paimon_spark.delete_from` and :func:`paimon_spark.update` run through the same plan, as a merge of
-the target with itself (``paimon_spark._rowlevel``).
+  file fails the command and leaves the table as it was. Concurrent appends are kept.
 """
 
 from __future__ import annotations
@@ -30,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import operator
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
@@ -49,16 +47,26 @@ from paimon_core.manifest import DataFileMeta
 from paimon_core.redaction import get_logger
 from paimon_core.table import CommitMessage, DataSplit, Table
 from paimon_core.table.mergetree import DELETE, INSERT, UPDATE_AFTER
-from paimon_spark._compact import parse_options
-from paimon_spark._errors import paimon_errors
-from paimon_spark._options import SourceConfig
-from paimon_spark._prune import is_column, partition_filter, top_level_chars
-from paimon_spark._source import _abort, write_in_place
+from paimon_spark._options import SourceConfig, parse_options
+from paimon_spark._read import is_column, partition_filter, top_level_chars
 from paimon_spark._tasks import default_parallelism
 from paimon_spark._types import to_spark_schema
-from paimon_spark._upsert import KIND_COLUMN, check_row_level, write_records
+from paimon_spark._write import KIND_COLUMN, abort_uncommitted, check_row_level, write_in_place, write_records
 
-__all__ = ["MergeCardinalityError", "MergeSummary", "merge_into"]
+__all__ = [
+    "SOURCE_COLUMN",
+    "Actions",
+    "MergeCardinalityError",
+    "MergeSummary",
+    "argument_text",
+    "merge_with_itself",
+    "open_target",
+    "output_columns",
+    "parse_setting",
+    "refuse_key_assignments",
+    "run_row_level",
+    "split_top_level",
+]
 
 logger = get_logger(__name__)
 
@@ -97,7 +105,10 @@ class MergeSummary:
 
 
 @dataclass(frozen=True)
-class _Actions:
+class Actions:
+    """What a command does to each joined row: (condition, setting) upserts, delete conditions and the
+    (condition, values) insert, each None when the command lacks it (Paimon's merge_into arguments)."""
+
     matched_upsert: tuple[str, dict[str, str]] | None
     matched_delete: str | None
     unmatched_upsert: tuple[str, dict[str, str]] | None
@@ -126,96 +137,6 @@ class _Plan:
     target_alias: str
     several_matches_possible: bool = True
     computed_keys: bool = False  # upserts may compute a primary key (checked to equal the row's own)
-
-
-@paimon_errors()
-def merge_into(
-    spark: SparkSession,
-    *,
-    warehouse: str,
-    target_table: str,
-    merge_condition: str,
-    source_table: str | DataFrame | None = None,
-    source_sqls: str | Sequence[str] = (),
-    target_alias: str | None = None,
-    source_alias: str | None = None,
-    matched_upsert_condition: str | None = None,
-    matched_upsert_setting: str | None = None,
-    matched_delete_condition: str | None = None,
-    not_matched_by_source_upsert_condition: str | None = None,
-    not_matched_by_source_upsert_setting: str | None = None,
-    not_matched_by_source_delete_condition: str | None = None,
-    not_matched_insert_condition: str | None = None,
-    not_matched_insert_values: str | None = None,
-    catalog_conf: Mapping[str, Any] | None = None,
-    options: str | Mapping[str, Any] | None = None,
-) -> MergeSummary:
-    """Merge a source into a table (Paimon's ``merge_into`` arguments).
-
-    Args:
-        target_table: ``db.t``; conditions and settings name its columns ``<target_alias>.<column>``
-            (the alias defaults to the table name).
-        source_table: a table or view name known to the session (qualifier: its last name part, or
-            ``source_alias``), or a DataFrame (qualifier: ``source_alias``, default ``S``).
-        source_sqls: statements run first, e.g. ``CREATE TEMPORARY VIEW S AS ...`` (a string splits at ``;``).
-        merge_condition: the join condition, e.g. ``T.id = S.id``.
-        matched_upsert_setting: ``col = expr, ...`` or ``*`` (every column from the source column of its name).
-        not_matched_insert_values: ``expr, ...`` in the table's column order, or ``*``.
-        matched_delete_condition: which matched rows to delete; ``TRUE`` deletes every one.
-        not_matched_by_source_delete_condition: which target rows without a source row to delete; ``TRUE``
-            deletes every one.
-        options: dynamic table options, ``'k=v,k2=v2'`` or a mapping.
-
-    Raises:
-        ConfigError: no action, an upsert condition without its setting, an unknown column, bad values; on a
-            primary-key table, a merge engine that cannot take the merge or an update of the primary key.
-        MergeCardinalityError: a changed target row matched several source rows.
-        CommitConflictError: a rewritten file was removed concurrently (the merge wrote nothing visible).
-    """
-    actions = _parse_actions(
-        matched_upsert_condition,
-        matched_upsert_setting,
-        matched_delete_condition,
-        not_matched_by_source_upsert_condition,
-        not_matched_by_source_upsert_setting,
-        not_matched_by_source_delete_condition,
-        not_matched_insert_condition,
-        not_matched_insert_values,
-    )
-    statements = source_sqls.split(";") if isinstance(source_sqls, str) else list(source_sqls)
-    for statement in statements:
-        if statement.strip():
-            spark.sql(statement)
-    config, table = open_target(
-        warehouse, target_table, catalog_conf, options, "merge_into", upserts=True, deletes=actions.deletes
-    )
-    t_alias = target_alias or split_identifier(target_table)[1]
-    if actions.unmatched_upsert is not None:  # such rows have no source row to carry their key: as in Paimon
-        refuse_key_assignments(
-            table, actions.unmatched_upsert[1], t_alias, "not_matched_by_source_upsert_setting"
-        )
-    if isinstance(source_table, DataFrame):
-        source, s_alias = source_table, source_alias or "S"
-    elif source_table:
-        source, s_alias = spark.table(source_table), source_alias or source_table.rsplit(".", 1)[-1]
-    else:
-        raise ConfigError("merge_into needs source_table (a table, a view or a DataFrame)", "source_table")
-    output = _output_columns(table, actions, t_alias, s_alias)  # checks the settings before any work
-    pruning = None
-    if not actions.reads_every_target_row:
-        pruning = partition_filter(table, merge_condition, t_alias, source.alias(s_alias), qualified=True)
-    base_id, target = read_target(spark, table, pruning)
-    how = "full_outer" if actions.insert else "left_outer"
-    joined = target.alias(t_alias).join(
-        source.withColumn(SOURCE_COLUMN, F.lit(True)).alias(s_alias), F.expr(merge_condition), how
-    )
-    joined = joined.withColumn(ACTION_COLUMN, _action_column(actions)).persist()
-    try:
-        # The other upserts' settings were refused above if they assign a key column.
-        computed_keys = actions.matched_upsert is not None
-        return execute(_Plan(table, config, base_id, joined, output, t_alias, computed_keys=computed_keys))
-    finally:
-        joined.unpersist()
 
 
 def open_target(
@@ -261,7 +182,9 @@ def refuse_key_assignments(
             )
 
 
-def read_target(spark: SparkSession, table: Table, pruning: list[Any] | None) -> tuple[int | None, DataFrame]:
+def _read_target(
+    spark: SparkSession, table: Table, pruning: list[Any] | None
+) -> tuple[int | None, DataFrame]:
     """The latest snapshot's id and its rows, of the partitions ``pruning`` keeps (all when None)."""
     base = table.latest_snapshot()
     if base is None or (pruning is not None and not pruning):
@@ -272,7 +195,83 @@ def read_target(spark: SparkSession, table: Table, pruning: list[Any] | None) ->
     return (base.id if base else None), _target_frame(spark, table, splits)
 
 
-def execute(plan: _Plan) -> MergeSummary:
+def run_row_level(
+    spark: SparkSession,
+    table: Table,
+    config: SourceConfig,
+    actions: Actions,
+    output: dict[str, Column],
+    target_alias: str,
+    pruning: list[Any] | None,
+    join: Callable[[DataFrame], DataFrame],
+    *,
+    several_matches_possible: bool = True,
+    computed_keys: bool = False,
+) -> MergeSummary:
+    """Run a row-level command: read the target (the partitions ``pruning`` keeps, all when None), join it
+    with its source, give each joined row its action, then check, write and commit the changes once.
+
+    Args:
+        output: the table's columns of each row (:func:`output_columns`).
+        join: the target's rows (aliased ``target_alias``) to the joined rows, the source's marked by a
+            non-null :data:`SOURCE_COLUMN`.
+        several_matches_possible: whether a target row may meet several source rows (checked then).
+        computed_keys: whether upserts may compute a primary key (checked to equal the row's own).
+    """
+    base_id, target = _read_target(spark, table, pruning)
+    joined = join(target.alias(target_alias)).withColumn(ACTION_COLUMN, _action_column(actions)).persist()
+    try:
+        return _execute(
+            _Plan(
+                table, config, base_id, joined, output, target_alias, several_matches_possible, computed_keys
+            )
+        )
+    finally:
+        joined.unpersist()
+
+
+def merge_with_itself(
+    spark: SparkSession,
+    operation: str,
+    warehouse: str,
+    identifier: str,
+    actions: Actions,
+    catalog_conf: Mapping[str, Any] | None,
+    options: str | Mapping[str, Any] | None,
+) -> MergeSummary:
+    """``delete_from`` and ``update``: the merge of the table with itself, every row matched once, by itself."""
+    upsert = actions.matched_upsert
+    config, table = open_target(
+        warehouse,
+        identifier,
+        catalog_conf,
+        options,
+        operation,
+        upserts=upsert is not None,
+        deletes=actions.deletes,
+    )
+    alias = split_identifier(identifier)[1]
+    if upsert is not None:
+        refuse_key_assignments(table, upsert[1], alias, "set")
+    output = output_columns(table, actions, alias, alias, setting="set")
+    condition = upsert[0] if upsert is not None else actions.matched_delete
+    assert condition is not None
+    no_columns = spark.range(1).select()  # a constant is all a delete or update equates a partition to
+    pruning = partition_filter(table, condition, alias, no_columns, qualified=False)
+    return run_row_level(
+        spark,
+        table,
+        config,
+        actions,
+        output,
+        alias,
+        pruning,
+        lambda target: target.withColumn(SOURCE_COLUMN, F.lit(True)),
+        several_matches_possible=False,
+    )
+
+
+def _execute(plan: _Plan) -> MergeSummary:
     """Check the planned merge, write its changes and commit them once."""
     table, joined = plan.table, plan.joined
     if plan.several_matches_possible:
@@ -297,7 +296,9 @@ def execute(plan: _Plan) -> MergeSummary:
         written = precommit_compact(table, written)  # once over all the tasks' files (precommit-compact)
         created = table.new_commit().commit([*written, *deleted])
     except BaseException:
-        _abort(plan.config, written)  # keeps the files if an unknown outcome turns out to be a commit
+        abort_uncommitted(
+            plan.config, written
+        )  # keeps the files if an unknown outcome turns out to be a commit
         raise
     summary = MergeSummary(
         table.identifier,
@@ -392,60 +393,12 @@ def _rewrite_files(plan: _Plan, touched: set[str]) -> list[CommitMessage]:
 # --- the arguments -------------------------------------------------------------------------------------------
 
 
-def _parse_actions(
-    matched_upsert_condition: str | None,
-    matched_upsert_setting: str | None,
-    matched_delete_condition: str | None,
-    unmatched_upsert_condition: str | None,
-    unmatched_upsert_setting: str | None,
-    unmatched_delete_condition: str | None,
-    insert_condition: str | None,
-    insert_values: str | None,
-) -> _Actions:
-    def upsert(condition: str | None, setting: str | None, name: str) -> tuple[str, dict[str, str]] | None:
-        text = _text(setting)
-        if text is None:
-            if _text(condition) is not None:
-                raise ConfigError(f"{name}_condition needs {name}_setting", f"{name}_setting")
-            return None
-        return _text(condition) or "TRUE", _parse_setting(text, f"{name}_setting")
-
-    values = _text(insert_values)
-    if values is None and _text(insert_condition) is not None:
-        raise ConfigError(
-            "not_matched_insert_condition needs not_matched_insert_values", "not_matched_insert_values"
-        )
-    actions = _Actions(
-        matched_upsert=upsert(matched_upsert_condition, matched_upsert_setting, "matched_upsert"),
-        matched_delete=_text(matched_delete_condition),
-        unmatched_upsert=upsert(
-            unmatched_upsert_condition, unmatched_upsert_setting, "not_matched_by_source_upsert"
-        ),
-        unmatched_delete=_text(unmatched_delete_condition),
-        insert=None
-        if values is None
-        else (_text(insert_condition) or "TRUE", ["*"] if values == "*" else split_top_level(values)),
-    )
-    if actions.unmatched_upsert is not None and "*" in actions.unmatched_upsert[1]:
-        raise ConfigError(
-            "not_matched_by_source_upsert_setting cannot be '*': such rows have no source row",
-            "not_matched_by_source_upsert_setting",
-        )
-    if all(action is None for action in dataclasses.astuple(actions)):
-        raise ConfigError(
-            "merge_into needs at least one action: matched_upsert_setting, matched_delete_condition, "
-            "not_matched_by_source_upsert_setting, not_matched_by_source_delete_condition or "
-            "not_matched_insert_values"
-        )
-    return actions
-
-
-def _text(value: str | None) -> str | None:
+def argument_text(value: str | None) -> str | None:
     """The argument stripped, or None when it is missing or blank."""
     return value.strip() if value is not None and value.strip() else None
 
 
-def _parse_setting(setting: str, argument: str) -> dict[str, str]:
+def parse_setting(setting: str, argument: str) -> dict[str, str]:
     """``a = S.a, b = S.b + 1`` into {column: expression}; ``*`` stays ``{"*": "*"}``."""
     if setting.strip() == "*":
         return {"*": "*"}
@@ -468,7 +421,7 @@ def split_top_level(text: str, separator: str = ",") -> list[str]:
 # --- the plan --------------------------------------------------------------------------------------------------
 
 
-def _action_column(actions: _Actions) -> Column:
+def _action_column(actions: Actions) -> Column:
     """Each joined row's fate: the first action whose condition holds, else keep (target) or drop (source)."""
     matched = f"({FILE_COLUMN} IS NOT NULL AND {SOURCE_COLUMN} IS NOT NULL)"
     target_only = f"({FILE_COLUMN} IS NOT NULL AND {SOURCE_COLUMN} IS NULL)"
@@ -488,8 +441,8 @@ def _action_column(actions: _Actions) -> Column:
     return F.expr(f"CASE {cases} END")
 
 
-def _output_columns(
-    table: Table, actions: _Actions, t_alias: str, s_alias: str, setting: str = "matched_upsert_setting"
+def output_columns(
+    table: Table, actions: Actions, t_alias: str, s_alias: str, setting: str = "matched_upsert_setting"
 ) -> dict[str, Column]:
     """The table's columns of each kept, updated, deleted or inserted row, cast to the table's types.
 

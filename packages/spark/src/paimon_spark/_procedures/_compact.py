@@ -43,6 +43,7 @@ from paimon_core.errors import ConfigError
 from paimon_core.redaction import get_logger
 from paimon_core.table import CommitMessage, Table
 from paimon_spark._errors import paimon_errors
+from paimon_spark._options import parse_options
 from paimon_spark._tasks import default_parallelism, describe_jobs, run_groups
 from paimon_spark._types import to_spark_type
 
@@ -51,7 +52,6 @@ __all__ = [
     "compact",
     "compact_database",
     "open_compact_table",
-    "parse_options",
     "where_partitions",
 ]
 
@@ -86,23 +86,6 @@ class SparkRunner:
             # The table handle pickles by location and options; executors re-open it.
             messages = run_groups(self.spark, dealt, lambda task: run_task(table, task))
         return iter(messages)
-
-
-def parse_options(options: str | Mapping[str, Any] | None) -> dict[str, str]:
-    """Paimon's procedure ``options``: ``'k1=v1,k2=v2'`` (or a mapping) into a dict."""
-    if options is None:
-        return {}
-    if isinstance(options, Mapping):
-        return {str(k): str(v) for k, v in options.items()}
-    result: dict[str, str] = {}
-    for pair in options.split(","):
-        if not pair.strip():
-            continue
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"invalid option {pair!r}: expected key=value")
-        result[key.strip()] = value.strip()
-    return result
 
 
 def open_compact_table(

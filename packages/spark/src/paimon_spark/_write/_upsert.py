@@ -15,10 +15,10 @@ the row-level operation checks of its Spark and Flink integrations): updates and
 ``partial-update.remove-record-on-delete`` or ``partial-update.remove-record-on-sequence-group``, or
 ``aggregation`` with ``aggregation.remove-record-on-delete``.
 
-The same shuffle serves :func:`paimon_spark.write` and :func:`paimon_spark.write_stream` (``_write.py``),
+The same shuffle serves :func:`paimon_spark.write` and :func:`paimon_spark.write_stream` (``_bucketed.py``),
 where a DataFrame's ``rowkind`` column (``+I``, ``-U``, ``+U``, ``-D``, as ``$audit_log`` names them) gives
 each row its kind. The ``paimon`` data source's writers cannot shuffle; they write through
-:func:`write_kinds` too, without compacting (``_source.py``).
+:func:`write_kinds` too, without compacting (``_task.py``).
 """
 
 from __future__ import annotations

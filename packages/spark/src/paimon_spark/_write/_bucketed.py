@@ -1,12 +1,12 @@
 """Writing DataFrames with one writer per bucket: :func:`write` (batch) and :func:`write_stream`.
 
 The ``paimon`` data source cannot choose how Spark distributes the rows it writes (see
-:mod:`paimon_spark._consolidate`), so into a primary-key table its tasks write level-0 files only and the
+:mod:`._consolidate`), so into a primary-key table its tasks write level-0 files only and the
 driver compacts. These helpers shuffle first, as Paimon's own Spark writer does: a fixed-bucket table's
 rows by partition and Paimon's bucket of their bucket key, a dynamic-bucket table's by partition (its
 bucket assigner must see every new key of a partition). Each (partition, bucket) then has one writer,
 which numbers its records in order and compacts its bucket on the executor; the driver commits once
-(:mod:`paimon_spark._upsert`). Append tables need no shuffle: their rows are written where they are.
+(:mod:`._upsert`). Append tables need no shuffle: their rows are written where they are.
 
 A ``rowkind`` column that the table does not have gives each row its kind (``+I``, ``-U``, ``+U``,
 ``-D``); a bad value fails the job in the shuffle's first stage, before any writer starts.
@@ -41,17 +41,13 @@ from paimon_core.table import CommitMessage, Table, TableCommit
 from paimon_core.table.mergetree import INSERT
 from paimon_spark._errors import paimon_errors
 from paimon_spark._options import SPARK_OVERWRITE_MODE_CONF, SourceConfig
-from paimon_spark._source import (
-    WriteInput,
-    _abort,
-    _commit_all,
-    _ensure_table,
-    commit_user_for_query,
-    write_in_place,
-)
 from paimon_spark._tasks import is_connect
 from paimon_spark._types import to_spark_type
-from paimon_spark._upsert import KIND_COLUMN, kind_column, write_records
+from paimon_spark._write._commit import abort_uncommitted, commit_tasks
+from paimon_spark._write._prepare import WriteInput, ensure_table
+from paimon_spark._write._sink import commit_user_for_query
+from paimon_spark._write._task import write_in_place
+from paimon_spark._write._upsert import KIND_COLUMN, kind_column, write_records
 
 __all__ = ["write", "write_stream"]
 
@@ -93,7 +89,7 @@ def write(
     if mode not in _MODES:
         raise ConfigError(f"mode must be one of {', '.join(_MODES)}, got {mode!r}", "mode")
     config = _config(df.sparkSession, table, warehouse, options)
-    paimon, plan = _ensure_table(config, df.schema)
+    paimon, plan = ensure_table(config, df.schema)
     committer = paimon.new_commit()
     overwrite = mode == "overwrite"
     return _write_and_commit(df, config, paimon, plan, committer, overwrite=overwrite, identifier=None)
@@ -134,7 +130,7 @@ def write_stream(
             f"output_mode must be one of {', '.join(_OUTPUT_MODES)}, got {output_mode!r}", "output_mode"
         )
     config = _config(df.sparkSession, table, warehouse, options)
-    paimon, plan = _ensure_table(config, df.schema)
+    paimon, plan = ensure_table(config, df.schema)
     if output_mode != "append" and not paimon.has_primary_key:
         raise ConfigError(
             f"{output_mode} output mode into {paimon.identifier}, an append table: an aggregation's results "
@@ -246,8 +242,8 @@ def _write_and_commit(
             created.extend(committer.commit(merged, number))
 
     try:
-        _commit_all(config, table, [messages], commit, shuffled=True)
+        commit_tasks(config, table, [messages], commit, shuffled=True)
     except BaseException:
-        _abort(config, messages)
+        abort_uncommitted(config, messages)
         raise
     return created

@@ -11,9 +11,7 @@
 Arguments keep Paimon's names: ``table``, ``partitions`` (``,`` = AND, ``;`` = OR), ``order_strategy``
 (``order``, ``zorder`` or ``none``), ``order_by``, ``options`` (``'k1=v1,k2=v2'``); for the database form
 ``including_databases``, ``including_tables``, ``excluding_tables``, ``mode`` (``divided``/``combined``).
-In ``options``, ``warehouse=...`` names the warehouse (default: the one given to
-:func:`register_procedures`, else the session conf ``spark.sql.catalog.paimon.warehouse``), Paimon table
-options become dynamic options of the table, and any other key is a catalog (storage) option.
+``options`` is read as for every procedure (:mod:`._udtf`).
 
 Limits, because a UDTF runs in one Python worker with no SparkSession:
 
@@ -29,19 +27,13 @@ counts before and after, files rewritten and written, COMPACT snapshots committe
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any, ClassVar, cast
-
-from pyspark.sql import SparkSession
-from pyspark.sql.functions import udtf
-from pyspark.sql.udtf import UserDefinedTableFunction
+from collections.abc import Iterator
+from typing import ClassVar
 
 from paimon_core import Catalog
 from paimon_core.compact import CompactSummary, compact_database, compact_table
 from paimon_core.errors import ConfigError
-from paimon_core.table import Table
-from paimon_spark._compact import parse_options
-from paimon_spark._options import is_paimon_option
+from paimon_spark._procedures._udtf import TableProcedure, non_blank, split_procedure_options
 
 __all__ = [
     "COMPACT_DATABASE_PROCEDURE",
@@ -49,15 +41,10 @@ __all__ = [
     "RESULT_SCHEMA",
     "CompactDatabaseProcedure",
     "CompactProcedure",
-    "TableProcedure",
-    "non_blank",
-    "register_procedures",
-    "split_procedure_options",
 ]
 
 COMPACT_PROCEDURE = "paimon_compact"
 COMPACT_DATABASE_PROCEDURE = "paimon_compact_database"
-_CATALOG_CONF_PREFIX = "spark.sql.catalog.paimon."
 
 RESULT_SCHEMA = (
     "result boolean, table string, files_before bigint, files_after bigint, bytes_before bigint, "
@@ -65,32 +52,6 @@ RESULT_SCHEMA = (
 )
 
 Row = tuple[bool, str, int, int, int, int, int, int, int, float]
-
-
-def split_procedure_options(
-    options: str | None, warehouse: str | None, catalog_conf: Mapping[str, str]
-) -> tuple[str, dict[str, str], dict[str, str]]:
-    """``options`` into (warehouse, catalog conf, dynamic table options); see the module docstring.
-
-    Raises:
-        ConfigError: no warehouse anywhere, or a malformed option.
-    """
-    conf = dict(catalog_conf)
-    table_options: dict[str, str] = {}
-    for key, value in parse_options(options).items():
-        if key == "warehouse":
-            warehouse = value
-        elif is_paimon_option(key):
-            table_options[key] = value
-        else:
-            conf[key] = value
-    if not warehouse:
-        raise ConfigError(
-            "no warehouse: pass options => 'warehouse=<uri>', register_procedures(spark, warehouse=...), "
-            f"or set {_CATALOG_CONF_PREFIX}warehouse",
-            "warehouse",
-        )
-    return warehouse, conf, table_options
 
 
 def _row(summary: CompactSummary) -> Row:
@@ -106,22 +67,6 @@ def _row(summary: CompactSummary) -> Row:
         len(summary.snapshots),
         round(summary.seconds, 3),
     )
-
-
-def non_blank(value: str | None) -> str | None:
-    """A procedure's text argument, None when it is missing or blank."""
-    return value if value is not None and value.strip() else None
-
-
-class TableProcedure:
-    """Opens ``table`` from ``options`` and the defaults :func:`register_procedures` gives the subclass."""
-
-    warehouse: ClassVar[str | None] = None
-    catalog_conf: ClassVar[dict[str, str]] = {}
-
-    def _open(self, table: str, options: str | None) -> Table:
-        warehouse, conf, table_options = split_procedure_options(options, self.warehouse, self.catalog_conf)
-        return Catalog.open(warehouse, **conf).get_table(table, **table_options)
 
 
 class CompactProcedure(TableProcedure):
@@ -187,53 +132,3 @@ class CompactDatabaseProcedure:
         )
         for summary in summaries.values():
             yield _row(summary)
-
-
-def _session_catalog_conf(spark: SparkSession) -> tuple[str | None, dict[str, str]]:
-    conf = {str(k): str(v) for k, v in spark.conf.getAll.items()}
-    scoped = {
-        k[len(_CATALOG_CONF_PREFIX) :]: v for k, v in conf.items() if k.startswith(_CATALOG_CONF_PREFIX)
-    }
-    warehouse = scoped.pop("warehouse", None)
-    return warehouse, {k: v for k, v in scoped.items() if not is_paimon_option(k)}
-
-
-def register_procedures(
-    spark: SparkSession, warehouse: str | None = None, catalog_conf: Mapping[str, Any] | None = None
-) -> None:
-    """Register the procedure UDTFs with ``spark``: ``paimon_compact``, ``paimon_compact_database`` and the
-    maintenance procedures of :mod:`paimon_spark._maintenance` (tags, rollback, expiration, orphans, consumers).
-
-    Args:
-        spark: the session.
-        warehouse: the default warehouse (else ``spark.sql.catalog.paimon.warehouse`` from the session conf,
-            read now: register again after changing it).
-        catalog_conf: default catalog (storage) options, on top of ``spark.sql.catalog.paimon.<key>`` conf.
-    """
-    conf_warehouse, conf = _session_catalog_conf(spark)
-    defaults = {
-        "warehouse": warehouse or conf_warehouse,
-        "catalog_conf": {**conf, **{str(k): str(v) for k, v in (catalog_conf or {}).items()}},
-    }
-    # Imported here: the maintenance procedures build on this module.
-    from paimon_spark._maintenance import MAINTENANCE_PROCEDURES
-
-    procedures: dict[str, tuple[type, str]] = {
-        COMPACT_PROCEDURE: (CompactProcedure, RESULT_SCHEMA),
-        COMPACT_DATABASE_PROCEDURE: (CompactDatabaseProcedure, RESULT_SCHEMA),
-        **MAINTENANCE_PROCEDURES,
-    }
-    for name, (base, schema) in procedures.items():
-        # Built here, the class is pickled by value, so the defaults travel to the Python worker.
-        procedure = type(
-            base.__name__,
-            (base,),
-            {
-                **defaults,
-                "__module__": __name__,
-                "__qualname__": f"register_procedures.<locals>.{base.__name__}",
-            },
-        )
-        # Given a class, udtf wraps it at once (in Spark Connect's own wrapper over Spark Connect).
-        function = cast(UserDefinedTableFunction, udtf(procedure, returnType=schema))
-        spark.udtf.register(name, function)

@@ -1,7 +1,7 @@
 """Maintenance procedures for Spark SQL users: tags, rollback, expiration, orphan files, consumers.
 
 Paimon's Spark procedures are ``CALL sys.<name>(...)``; without a JVM procedure catalog the closest form is a
-Python UDTF with the same argument names (see :mod:`paimon_spark._procedures` for why)::
+Python UDTF with the same argument names (see :mod:`._compact_procedures` for why)::
 
     SELECT * FROM paimon_create_tag(table => 'db.t', tag => 'v1', snapshot_id => 12, time_retained => '7 d')
     SELECT * FROM paimon_delete_tag(table => 'db.t', tag => 'v1,v2')
@@ -30,7 +30,7 @@ from paimon_core.maintenance import (
     remove_orphan_files,
     rollback_to,
 )
-from paimon_spark._procedures import TableProcedure, non_blank
+from paimon_spark._procedures._udtf import TableProcedure, non_blank
 
 __all__ = ["MAINTENANCE_PROCEDURES"]
 

@@ -1,0 +1,84 @@
+"""The driver's side of a write: the tasks' messages made one commit, or their files deleted.
+
+With ``precommit-compact = true`` the driver first merges the small files of all the tasks
+(:func:`paimon_core.compact.precommit_compact`; tasks never do). An aborted job deletes the files of its
+finished tasks (unless a commit of them is found, after an unknown commit outcome), and a failed commit
+deletes the merged files the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from paimon_core.compact import precommit_compact
+from paimon_core.manifest import IndexFileMeta
+from paimon_core.redaction import get_logger
+from paimon_core.table import CommitMessage, Table
+from paimon_spark._options import SourceConfig
+from paimon_spark._write._consolidate import consolidate, full_compaction_due
+
+__all__ = ["abort_uncommitted", "commit_tasks"]
+
+logger = get_logger(__name__)
+
+
+def abort_uncommitted(config: SourceConfig, messages: list[CommitMessage]) -> None:
+    """Delete the files of uncommitted messages, unless they turn out to be committed after all."""
+    if not messages:
+        return
+    table = config.open_table()
+    names = {f.file_name for m in messages for f in m.new_files}
+    live = {e.file.file_name for e in table.live_entries()}
+    if names & live:
+        logger.warning("not deleting files of an aborted write of %s: they were committed", table.identifier)
+        return
+    table.new_commit().abort(messages)
+
+
+def commit_tasks(
+    config: SourceConfig,
+    table: Table,
+    tasks: list[list[CommitMessage]],
+    commit: Callable[[list[CommitMessage]], Any],
+    *,
+    overwrite: bool = False,
+    commit_number: int = 1,
+    shuffled: bool = False,
+) -> None:
+    """Commit the messages of all the tasks of one write, ``precommit-compact`` applied once over them.
+
+    Unless the tasks wrote one bucket each (``shuffled``: they compacted their buckets themselves), a
+    primary-key table's messages are first made one commit (:func:`._consolidate.consolidate`:
+    one hash index file per dynamic bucket, each written bucket compacted once, as commit number
+    ``commit_number`` of a writer). The merge replaces (and deletes) small task files, so Spark's ``abort``
+    with the tasks' messages no longer reaches the merged files: a failed commit deletes them here, unless
+    they turn out committed.
+    """
+    given = [m for task in tasks for m in task]
+    messages, superseded = given, list[IndexFileMeta]()
+    if table.has_primary_key and not shuffled:
+        full = full_compaction_due(table, commit_number)
+        consolidated = consolidate(table, tasks, overwrite=overwrite, full_compaction=full)
+        messages, superseded = consolidated.messages, consolidated.superseded
+    try:
+        merged = precommit_compact(table, messages)
+    except BaseException:
+        if messages != given:
+            abort_uncommitted(config, [m for m in messages if m not in given])
+        raise
+    try:
+        commit(merged)
+    except BaseException:
+        if merged != given:
+            try:
+                abort_uncommitted(config, merged)
+            except Exception:  # the commit's own error matters more; leftovers are orphans
+                logger.warning("could not clean up the merged files of a failed commit to %s",
+                               table.identifier, exc_info=True)  # fmt: skip
+        raise
+    for index in superseded:  # the tasks' own index files of buckets merged into one
+        try:
+            table.storage.delete(table.index_path(index.file_name))
+        except OSError:
+            logger.warning("could not delete superseded index file %s", index.file_name, exc_info=True)
