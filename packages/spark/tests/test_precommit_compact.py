@@ -34,8 +34,11 @@ def data(start: int, count: int) -> pa.Table:
 
 
 def create(warehouse: str, name: str, **options: str) -> Any:
+    """A partitioned ``bucket = -1`` table, ``write-only`` unless told otherwise: the files a commit lands are
+    then the sink's alone (no compaction after the commit merges them further)."""
     catalog = Catalog.open(warehouse)
     catalog.create_database("db", exist_ok=True)
+    options = {"write-only": "true", **options}
     return catalog.create_table(name, SCHEMA, partition_keys=["p"], options=options)
 
 
@@ -122,6 +125,28 @@ def test_streaming_sink_commits_one_file_per_partition_per_batch(
     assert len(again.snapshots()) == len(snapshots)
     assert ids(again) == list(range(600))
     assert on_disk(again) == live(again)
+
+
+def test_spark_appends_compact_an_unaware_bucket_table_after_committing_as_table_append_does(
+    spark: Any, warehouse: str
+) -> None:
+    """The sinks commit through the table's pipeline: after an append, a ``bucket = -1`` table runs its
+    compaction coordinator (COMPACT snapshots of the small files), unless ``write-only``."""
+    compacting = create(warehouse, "db.compacting", **{"write-only": "false", "compaction.min.file-num": "2"})
+    write_only = create(warehouse, "db.write_only", **{"compaction.min.file-num": "2"})
+    for table in (compacting, write_only):
+        for start in range(0, 400, 100):
+            frame = spark.createDataFrame(data(start, 100).to_pandas(), SPARK_SCHEMA).repartition(4)
+            frame.write.format("paimon").option("warehouse", warehouse).mode("append").save(table.identifier)
+    kinds = {
+        name: [s.commit_kind for s in reopen(warehouse, name).snapshots()]
+        for name in ("db.compacting", "db.write_only")
+    }
+    assert CommitKind.COMPACT in kinds["db.compacting"]
+    assert set(kinds["db.write_only"]) == {CommitKind.APPEND}
+    assert (
+        ids(reopen(warehouse, "db.compacting")) == ids(reopen(warehouse, "db.write_only")) == list(range(400))
+    )
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from paimon_core.manifest import DataFileMeta
 from paimon_core.redaction import get_logger
@@ -43,9 +43,8 @@ class CompactionTask(Protocol):
 
 
 class TaskRunner(Protocol):
-    # ``table`` is the store the job was given (a Table for every table a catalog opens). Any, not
-    # TableStore: engines' runners (paimon_spark's SparkRunner) annotate it as a Table.
-    def __call__(self, table: Any, tasks: Sequence[CompactionTask]) -> Iterator[CommitMessage]: ...
+    # ``table`` is the store the job was given (a Table for every table a catalog opens).
+    def __call__(self, table: TableStore, tasks: Sequence[CompactionTask]) -> Iterator[CommitMessage]: ...
 
 
 def run_task(table: TableStore, task: CompactionTask) -> CommitMessage:

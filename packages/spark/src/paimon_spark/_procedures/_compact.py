@@ -41,7 +41,7 @@ from paimon_core.compact import (
 from paimon_core.compact import compact_database as core_compact_database
 from paimon_core.errors import ConfigError
 from paimon_core.redaction import get_logger
-from paimon_core.table import CommitMessage, Table
+from paimon_core.table import CommitMessage, Table, TableStore
 from paimon_spark._errors import paimon_errors
 from paimon_spark._options import parse_options
 from paimon_spark._tasks import default_parallelism, describe_jobs, run_groups
@@ -72,7 +72,7 @@ class SparkRunner:
         self.parallelism = parallelism
         self._default_slots: int | None = None  # asked once: over Spark Connect it costs a small job
 
-    def __call__(self, table: Table, tasks: Sequence[CompactionTask]) -> Iterator[CommitMessage]:
+    def __call__(self, table: TableStore, tasks: Sequence[CompactionTask]) -> Iterator[CommitMessage]:
         if not tasks:
             return iter(())
         if self.parallelism is None and self._default_slots is None:

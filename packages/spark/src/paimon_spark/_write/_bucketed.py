@@ -234,12 +234,13 @@ def _write_and_commit(
     number = BATCH_COMMIT_IDENTIFIER if identifier is None else identifier
     created: list[int] = []
 
-    def commit(merged: list[CommitMessage]) -> None:
+    def commit(merged: list[CommitMessage]) -> list[int]:
         if overwrite:
             dynamic = config.dynamic_overwrite
             created.extend(committer.overwrite(merged, dynamic=dynamic, commit_identifier=number))
         else:
             created.extend(committer.commit(merged, number))
+        return created
 
     try:
         commit_tasks(config, table, [messages], commit, shuffled=True)

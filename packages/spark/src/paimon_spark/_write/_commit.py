@@ -1,20 +1,20 @@
 """The driver's side of a write: the tasks' messages made one commit, or their files deleted.
 
-With ``precommit-compact = true`` the driver first merges the small files of all the tasks
-(:func:`paimon_core.compact.precommit_compact`; tasks never do). An aborted job deletes the files of its
+The driver commits through the table's :class:`~paimon_core.table.CommitPipeline`, as ``Table.append``
+does: with ``precommit-compact = true`` it first merges the small files of all the tasks (tasks never do),
+and after an append an unaware-bucket table runs its compaction coordinator unless ``write-only``. An
+aborted job deletes the files of its
 finished tasks (unless a commit of them is found, after an unknown commit outcome), and a failed commit
 deletes the merged files the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
 
-from paimon_core.compact import precommit_compact
 from paimon_core.manifest import IndexFileMeta
 from paimon_core.redaction import get_logger
-from paimon_core.table import CommitMessage, Table
+from paimon_core.table import CommitMessage, CommitPipeline, Table
 from paimon_spark._options import SourceConfig
 from paimon_spark._write._consolidate import consolidate, full_compaction_due
 
@@ -40,13 +40,14 @@ def commit_tasks(
     config: SourceConfig,
     table: Table,
     tasks: list[list[CommitMessage]],
-    commit: Callable[[list[CommitMessage]], Any],
+    commit: Callable[[list[CommitMessage]], Sequence[int] | None],
     *,
     overwrite: bool = False,
     commit_number: int = 1,
     shuffled: bool = False,
 ) -> None:
-    """Commit the messages of all the tasks of one write, ``precommit-compact`` applied once over them.
+    """Commit the messages of all the tasks of one write, ``precommit-compact`` applied once over them,
+    then (not after an overwrite) the table's after-commit compaction.
 
     Unless the tasks wrote one bucket each (``shuffled``: they compacted their buckets themselves), a
     primary-key table's messages are first made one commit (:func:`._consolidate.consolidate`:
@@ -61,14 +62,15 @@ def commit_tasks(
         full = full_compaction_due(table, commit_number)
         consolidated = consolidate(table, tasks, overwrite=overwrite, full_compaction=full)
         messages, superseded = consolidated.messages, consolidated.superseded
+    pipeline = CommitPipeline(table)
     try:
-        merged = precommit_compact(table, messages)
+        merged = pipeline.precommit(messages)
     except BaseException:
         if messages != given:
             abort_uncommitted(config, [m for m in messages if m not in given])
         raise
     try:
-        commit(merged)
+        created = commit(merged)
     except BaseException:
         if merged != given:
             try:
@@ -82,3 +84,5 @@ def commit_tasks(
             table.storage.delete(table.index_path(index.file_name))
         except OSError:
             logger.warning("could not delete superseded index file %s", index.file_name, exc_info=True)
+    if not overwrite:
+        pipeline.after_commit(list(created or ()))
