@@ -6,6 +6,7 @@ import ast
 from pathlib import Path
 
 import paimon_core.table
+from paimon_testing.layering import cycles
 
 ABOVE = ("paimon_core.compact", "paimon_core.maintenance", "paimon_core.catalog", "paimon_core.cli",
          "paimon_core._standard_hooks")  # fmt: skip
@@ -83,48 +84,6 @@ def import_graph(root: Path) -> dict[str, set[str]]:
         imported.discard(name)
         graph[name] = imported
     return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[tuple[str, ...]]:
-    """The strongly connected components of more than one module (Tarjan's algorithm, iteratively)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[tuple[str, ...]] = []
-    for start in graph:
-        if start in index:
-            continue
-        work = [(start, iter(sorted(graph[start])))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, successors = work[-1]
-            for successor in successors:
-                if successor not in index:
-                    index[successor] = low[successor] = len(index)
-                    stack.append(successor)
-                    on_stack.add(successor)
-                    work.append((successor, iter(sorted(graph[successor]))))
-                    break
-                if successor in on_stack:
-                    low[node] = min(low[node], index[successor])
-            else:
-                work.pop()
-                if work:
-                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
-                if low[node] == index[node]:
-                    component = []
-                    while True:
-                        member = stack.pop()
-                        on_stack.discard(member)
-                        component.append(member)
-                        if member == node:
-                            break
-                    if len(component) > 1:
-                        found.append(tuple(sorted(component)))
-    return found
 
 
 def _package_graph() -> dict[str, set[str]]:

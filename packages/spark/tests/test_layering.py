@@ -15,6 +15,8 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
+from paimon_testing.layering import cycles
+
 PACKAGE = "paimon_spark"
 
 
@@ -99,39 +101,9 @@ def _unit(module: str) -> str:
     return ".".join(parts[:2])
 
 
-def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """The import circles among units: one path per strongly connected group of two or more units."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    groups: list[list[str]] = []
-
-    def visit(unit: str) -> None:  # Tarjan's algorithm
-        index[unit] = low[unit] = len(index)
-        stack.append(unit)
-        on_stack.add(unit)
-        for other in sorted(edges.get(unit, ())):
-            if other not in index:
-                visit(other)
-                low[unit] = min(low[unit], low[other])
-            elif other in on_stack:
-                low[unit] = min(low[unit], index[other])
-        if low[unit] == index[unit]:
-            group = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                group.append(member)
-                if member == unit:
-                    break
-            if len(group) > 1:
-                groups.append(sorted(group))
-
-    for unit in sorted(edges):
-        if unit not in index:
-            visit(unit)
-    return groups
+def circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles among units: one list per strongly connected group of two or more units."""
+    return [list(group) for group in cycles(edges)]
 
 
 def unit_edges(imports: list[Imported], modules: set[str]) -> dict[str, set[str]]:
@@ -192,7 +164,7 @@ def test_the_check_sees_circles() -> None:
         "paimon_spark.cli": "import paimon_spark\n",
     }
     imports = [i for name, text in source.items() for i in imports_of(name, text, is_package=name == PACKAGE)]
-    assert cycles(unit_edges(imports, set(source))) == [
+    assert circles(unit_edges(imports, set(source))) == [
         ["paimon_spark", "paimon_spark._procedures", "paimon_spark._sql"]
     ]
 
@@ -209,4 +181,4 @@ def test_no_module_imports_a_private_name_or_another_subpackages_private_module(
 
 def test_the_subpackages_import_no_circle() -> None:
     imports, modules, _ = _all_imports()
-    assert cycles(unit_edges(imports, modules)) == []
+    assert circles(unit_edges(imports, modules)) == []

@@ -9,8 +9,8 @@ import pyarrow as pa
 
 from paimon_core.errors import ConfigError, TableNotFoundError
 from paimon_core.predicate import FilterLike, parse_filter
-from paimon_core.schema import SchemaManager, TableSchema
-from paimon_core.storage import StorageBackend, get_backend
+from paimon_core.schema import SchemaManager
+from paimon_core.storage import get_backend
 from paimon_core.table._data_split import DataSplit
 from paimon_core.table._follow import TableStream
 from paimon_core.table._pipeline import CommitPipeline, new_write
@@ -36,17 +36,7 @@ class Table(TableStore, Readable):
     :class:`~paimon_core.table.TableStore`; this class adds the operations built on it.
     """
 
-    def __init__(
-        self,
-        path: str,
-        storage: StorageBackend,
-        schema: TableSchema,
-        identifier: str | None = None,
-        dynamic_options: Mapping[str, Any] | None = None,
-        hooks: TableHooks | None = None,
-    ) -> None:
-        super().__init__(path, storage, schema, identifier, dynamic_options, hooks)
-        self._pipeline: CommitPipeline | None = None
+    _pipeline: CommitPipeline | None = None  # built on first use (see pipeline)
 
     @classmethod
     def open(
