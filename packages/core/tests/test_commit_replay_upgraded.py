@@ -74,7 +74,7 @@ def test_overwrite_with_unknown_outcome_then_upgraded_and_expired_is_not_publish
 
     clean = _table(tmp_path)
     plan = FaultPlan()
-    table = Table(clean.path, FaultyStorage(clean.storage, plan), clean.schema, "db.t")
+    table = clean.with_storage(FaultyStorage(clean.storage, plan))
     messages = _write(table, 1)
 
     def compact_append_and_expire() -> None:

@@ -266,7 +266,7 @@ def _run_failing(op: Operation, table: Table, failure: str, n: int) -> bool:
     if failure == "crash":
         crash = CrashAt(n)
         with contextlib.suppress(SimulatedCrash):
-            op.run(Table(table.path, crash.storage(table.storage), table.schema, table.identifier))
+            op.run(table.with_storage(crash.storage(table.storage)))
         return crash.crashed
     plan = FaultPlan(
         [
@@ -275,7 +275,7 @@ def _run_failing(op: Operation, table: Table, failure: str, n: int) -> bool:
         ]
     )
     with contextlib.suppress(PaimonError, OSError):
-        op.run(Table(table.path, FaultyStorage(table.storage, plan), table.schema, table.identifier))
+        op.run(table.with_storage(FaultyStorage(table.storage, plan)))
     return Fault.FAIL_AFTER in plan.counts()
 
 
@@ -330,7 +330,7 @@ def test_crash_at_counts_every_write_and_then_fails_every_call(tmp_path: Path) -
     history = build(tmp_path / "w", "append")
     table = history.table()
     crash = CrashAt(2)
-    faulty = Table(table.path, crash.storage(table.storage), table.schema, table.identifier)
+    faulty = table.with_storage(crash.storage(table.storage))
     with pytest.raises(SimulatedCrash):
         _expire(faulty)
     assert crash.crashed and crash.calls == 2
@@ -359,7 +359,7 @@ def test_a_rollback_to_an_expired_tag_that_dies_keeps_the_table_and_every_later_
     expire_snapshots(table, retain_max=1, retain_min=1, older_than=FAR_FUTURE)
     assert [s.id for s in table.snapshots()] == [3]
     crash = CrashAt(crash_before)
-    faulty = Table(table.path, crash.storage(table.storage), table.schema, table.identifier)
+    faulty = table.with_storage(crash.storage(table.storage))
     with pytest.raises(SimulatedCrash):
         rollback_to(faulty, tag="first")
     # Not an empty table: it reads snapshot 3 (the restored snapshot 1 is written first), or snapshot 1.
@@ -409,7 +409,7 @@ def test_writers_see_the_old_latest_or_the_target_while_a_rollback_runs(
             assert read(other) == sorted([*rows, row])
 
     plan = FaultPlan([FaultRule(Fault.CALLBACK, ops={"delete", "write_bytes"}, callback=meanwhile)])
-    faulty = Table(table.path, FaultyStorage(table.storage, plan), table.schema)
+    faulty = table.with_storage(FaultyStorage(table.storage, plan))
     if expired_tag:
         rollback_to(faulty, tag="two")
     else:
@@ -431,7 +431,7 @@ def test_a_rollback_that_writers_keep_outrunning_says_so(tmp_path: Path) -> None
 
     plan = FaultPlan([FaultRule(Fault.CALLBACK, ops={"delete"}, callback=meanwhile)])
     with pytest.raises(CommitConflictError, match="commits kept landing"):
-        rollback_to(Table(table.path, FaultyStorage(table.storage, plan), table.schema), snapshot_id=1)
+        rollback_to(table.with_storage(FaultyStorage(table.storage, plan)), snapshot_id=1)
     assert len(read(table)) > 1  # it reads the newest commit, whole
     rollback_to(table, snapshot_id=1)  # with nobody writing, it finishes
     assert read(table) == [("a", 0, 0)]
@@ -482,7 +482,7 @@ def test_expiration_rewrites_an_earliest_hint_above_every_snapshot(tmp_path: Pat
 def test_expiration_run_again_finishes_what_a_dead_run_left_below_earliest(tmp_path: Path) -> None:
     table = _simple_table(tmp_path)
     crash = CrashAt(2)  # EARLIEST is written, then the process dies before its first delete
-    faulty = Table(table.path, crash.storage(table.storage), table.schema, table.identifier)
+    faulty = table.with_storage(crash.storage(table.storage))
     with pytest.raises(SimulatedCrash):
         expire_snapshots(faulty, retain_min=1, retain_max=1, older_than=FAR_FUTURE)
     sm = table.snapshot_manager

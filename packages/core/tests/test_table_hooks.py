@@ -54,6 +54,9 @@ def test_the_catalog_and_open_table_hand_tables_the_standard_hooks(catalog: Cata
     assert paimon_core.open_table(table.path).hooks is STANDARD_HOOKS
     assert Table.open(table.path, hooks=CUSTOM).hooks is CUSTOM
     assert open_table(table.path).hooks is paimon_core.table.default_hooks()
+    assert paimon_core.table.default_hooks() == TableHooks()  # nothing set process-wide at import
+    faulty = table.with_storage(table.storage)
+    assert faulty.hooks is STANDARD_HOOKS and dict(faulty.options.items()) == dict(table.options.items())
 
 
 @pytest.mark.parametrize(

@@ -163,7 +163,7 @@ def _faulty_table(warehouse: str, plan: FaultPlan) -> Table:
     catalog = Catalog.open(warehouse, create=True)
     catalog.create_database("db")
     clean = catalog.create_table("db.t", SCHEMA, options={"commit.min-retry-wait": "1 ms"})
-    return Table(clean.path, FaultyStorage(clean.storage, plan), clean.schema)
+    return clean.with_storage(FaultyStorage(clean.storage, plan))
 
 
 def test_a_commit_whose_snapshot_write_timed_out_after_landing_lands_once(tmp_path: Path) -> None:

@@ -48,12 +48,7 @@ from paimon_core.table import (
     TableRead,
     TableScan,
     TableWrite,
-    set_default_hooks,
 )
-
-# The catalog and open_table hand every table they open the standard hooks; the default serves only a
-# bare Table(path, storage, schema), as test harnesses build over wrapped storage (docs/architecture.md).
-set_default_hooks(STANDARD_HOOKS)
 
 __all__ = [
     "STANDARD_HOOKS",

@@ -1,8 +1,8 @@
 """The standard table hooks: what Paimon's writers and committers do around a commit.
 
 Above every subpackage, so that ``table/`` depends on neither ``compact/`` nor ``maintenance/``: the
-catalog and :func:`paimon_core.open_table` hand them to every table they open, and ``paimon_core`` makes
-them the default of a bare ``Table(...)`` (see :mod:`paimon_core.table._store`).
+catalog and :func:`paimon_core.open_table` hand them to every table they open (a bare ``Table(...)`` has
+none; see :mod:`paimon_core.table._store`).
 """
 
 from __future__ import annotations

@@ -18,12 +18,13 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from paimon_core._cli_write import add_write_command, write_files
+from paimon_core._open_table import open_table
 from paimon_core.catalog import check_option_key
 from paimon_core.errors import ConfigError, PaimonError, error_line
 from paimon_core.options import known_option
 from paimon_core.progress import Progress, human_size
 from paimon_core.redaction import Redactor, redact, redacted_options
-from paimon_core.table import SystemTable, Table, open_table, split_system_name
+from paimon_core.table import SystemTable, Table, split_system_name
 
 
 def table_info(table: Table, max_snapshots: int = 20) -> dict[str, Any]:

@@ -41,12 +41,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from paimon_core import Catalog
+from paimon_core import Catalog, open_table
 from paimon_core import options as opts
 from paimon_core.catalog import check_option_key, split_identifier
 from paimon_core.errors import ConfigError
 from paimon_core.redaction import redacted_repr
-from paimon_core.table import Table, open_table, split_system_name
+from paimon_core.table import Table, split_system_name
 from paimon_core.tag import TagManager
 
 __all__ = [

@@ -7,7 +7,8 @@ many times) and a seeded random generator, so a single-threaded run injects the 
 
     plan = FaultPlan([FaultRule(Fault.TIMEOUT_AFTER, ops={"write_if_absent"}, path_contains=SNAPSHOT,
                                 probability=0.2)], seed=7)
-    table = Table(path, FaultyStorage(get_backend(path), plan), schema)
+    base = open_table(path)
+    table = base.with_storage(FaultyStorage(base.storage, plan))
 
 ``plan.arm(...)`` adds a one-shot rule: the next matching call fails (the state machine drives faults this
 way, so that Hypothesis chooses and shrinks them). Every injected fault is recorded in ``plan.injected``.

@@ -455,7 +455,7 @@ class ConcurrentCommits(RuleBasedStateMachine):
             name, schema, partition_keys=["p"], primary_keys=primary_keys, options=options
         )
         self.checker = clean  # reads through the undisturbed backend
-        self.table = Table(clean.path, FaultyStorage(clean.storage, self.plan), clean.schema, name)
+        self.table = clean.with_storage(FaultyStorage(clean.storage, self.plan))
         self.compactor = self.make_compactor(self.table)
         self.expirer = self.make_expirer(self.table)
         self.compactable = False  # the latest snapshot has a (partition, bucket) with several files

@@ -126,7 +126,7 @@ def _worker(spec: _WorkerSpec) -> None:
     logging.disable(logging.WARNING)  # injected faults are expected; the log file is the record
     base = Catalog.open(spec.warehouse, **dict(spec.storage_options)).get_table(_TABLE)
     plan = FaultPlan([FaultRule.from_dict(r) for r in spec.rules], seed=spec.seed)
-    table = Table(base.path, FaultyStorage(base.storage, plan), base.schema, _TABLE, _WORKER_OPTIONS)
+    table = base.with_storage(FaultyStorage(base.storage, plan)).copy(_WORKER_OPTIONS)
     user = f"torture-{spec.index}"
     with open(spec.log_path, "w", encoding="utf-8") as log:
         for identifier in range(1, spec.commits + 1):

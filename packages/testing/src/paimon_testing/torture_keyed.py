@@ -187,7 +187,7 @@ def _commit_until_decided(
 def _write_commits(spec: _Spec, record: Callable[[dict[str, Any]], None]) -> None:
     base = _open(spec)
     plan = FaultPlan([FaultRule.from_dict(r) for r in spec.rules], seed=spec.seed)
-    table = Table(base.path, FaultyStorage(base.storage, plan), base.schema, _TABLE, {"write-only": "true"})
+    table = base.with_storage(FaultyStorage(base.storage, plan)).copy({"write-only": "true"})
     user = f"torture-writer-{spec.index}"
     for identifier in range(1, spec.commits + 1):
         if identifier == spec.commits // 2 + 1:

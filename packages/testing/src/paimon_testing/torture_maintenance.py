@@ -102,7 +102,7 @@ def _process(spec: _Spec) -> None:
 def _write_commits(spec: _Spec, record: Callable[[dict[str, Any]], None]) -> None:
     base = _open(spec)
     plan = FaultPlan([FaultRule.from_dict(r) for r in spec.rules], seed=spec.seed)
-    table = Table(base.path, FaultyStorage(base.storage, plan), base.schema, _TABLE, {"write-only": "true"})
+    table = base.with_storage(FaultyStorage(base.storage, plan)).copy({"write-only": "true"})
     user = f"torture-{spec.role}-{spec.index}"
     overwriter = spec.role == "overwriter"
     for identifier in range(1, spec.commits + 1):

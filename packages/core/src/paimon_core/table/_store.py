@@ -97,11 +97,11 @@ _default = TableHooks()
 
 
 def default_hooks() -> TableHooks:
-    """The hooks of a table built without any (the standard ones once ``paimon_core`` is imported).
+    """The hooks of a table built without any: none, unless :func:`set_default_hooks` chose some.
 
-    Only a bare ``Table(path, storage, schema)`` uses them: test harnesses build such handles over wrapped
-    storage (fault injection) and expect what a catalog's table does. The catalog and ``open_table`` pass
-    their hooks explicitly.
+    Whoever opens a table hands it its hooks: the catalog, :func:`paimon_core.open_table` and
+    ``Table.open(hooks=...)`` pass the standard ones; ``copy``, ``with_storage`` and pickling keep them. A
+    bare ``Table(path, storage, schema)`` commits without expiration or compaction around its commits.
     """
     return _default
 
@@ -119,7 +119,7 @@ class TableStore:
 
     ``dynamic_options`` override the stored options for this handle only (Paimon's dynamic options).
     ``hooks``: the work around a commit (expiration, compaction) that whoever opens the table hands in;
-    None takes :func:`default_hooks`.
+    None takes :func:`default_hooks` (none).
 
     Raises:
         ConfigError: a dynamic option is unknown or malformed, or would reshape the table.
@@ -165,6 +165,13 @@ class TableStore:
 
     def _dynamic_options(self) -> dict[str, str]:
         return {k: v for k, v in self.options.items() if self.schema.options.get(k) != v}
+
+    def with_storage(self: _Store, storage: StorageBackend) -> _Store:
+        """This table (its options, dynamic options and hooks) over another storage: a wrapper of the
+        table's own, such as one that injects faults or counts calls."""
+        return type(self)(
+            self.path, storage, self.schema, self.identifier, self._dynamic_options(), self.hooks
+        )
 
     def copy(self: _Store, dynamic_options: Mapping[str, Any]) -> _Store:
         """This table with extra dynamic options (and the same hooks)."""
