@@ -1,6 +1,6 @@
 """What the commit reads of earlier snapshots: their delta entries, and why a metadata file is missing.
 
-The one module of the commit that imports the entry listing (table/_entries.py).
+Read through the table's entry listing (table/_entries.py), below both the scan and the commit.
 """
 
 from __future__ import annotations
