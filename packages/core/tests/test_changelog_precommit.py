@@ -35,7 +35,7 @@ from paimon_core.table import (
     TableCommit,
     changelog_slice,
 )
-from paimon_core.table._compacted_changelog import open_changelog_slice
+from paimon_core.table._compacted_changelog import read_changelog_slice
 
 SCHEMA = pa.schema(
     [
@@ -215,10 +215,10 @@ def test_slices_hold_the_original_bytes_and_follow_paimons_names(catalog: Catalo
         for original, renamed in zip(old.changelog_files, new.changelog_files, strict=True):
             assert renamed == dataclasses.replace(original, file_name=renamed.file_name)  # only renamed
             path = join_path(table.bucket_dir(new.partition, new.bucket), renamed.file_name)
-            stream = open_changelog_slice(table.storage, path)
-            assert stream is not None
-            with stream:
-                assert stream.read() == before[(i, "changelog_files", original.file_name)]
+            assert (
+                read_changelog_slice(table.storage, path)
+                == before[(i, "changelog_files", original.file_name)]
+            )
             found = PHYSICAL.fullmatch(renamed.file_name)
             if found:
                 assert int(found.group(1)) == new.bucket

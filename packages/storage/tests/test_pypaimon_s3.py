@@ -15,7 +15,7 @@ from .conftest import Store
 
 pytestmark = [pytest.mark.integration, pytest.mark.interop, pytest.mark.slow]
 
-APPENDERS, APPENDS, OVERWRITES = 4, 25, 10
+APPENDERS, APPENDS, OVERWRITES = 4, 12, 5
 
 
 def _sorted(table: pa.Table) -> pa.Table:

@@ -51,9 +51,9 @@ def test_concurrent_writers_lose_and_duplicate_nothing(name: str, request: pytes
     store: Store = request.getfixturevalue(f"{name}_store")
     warehouse = store.root()
     table = create_table(warehouse, store.options)
-    run_workload(warehouse, store.options, appenders=4, appends=25, overwrites=10)
+    run_workload(warehouse, store.options, appenders=4, appends=12, overwrites=5)
     reopened = Catalog.open(warehouse, **store.options).get_table(table.identifier)
-    assert check_table(reopened, appenders=4, appends=25, overwrites=10) == []
+    assert check_table(reopened, appenders=4, appends=12, overwrites=5) == []
 
 
 def _spy_s3_calls(backend: Any) -> list[tuple[str, dict[str, Any]]]:
@@ -149,9 +149,9 @@ def test_a_store_without_conditional_creates_needs_a_lock(s3_store: Store, postg
         )
     assert table.latest_snapshot() is None
     lock = {"lock.enabled": "true", "lock.type": "jdbc", "lock.jdbc.uri": f"jdbc:{postgres.dsn}"}
-    run_workload(warehouse, options, appenders=4, appends=10, overwrites=4, dynamic_options=lock)
+    run_workload(warehouse, options, appenders=4, appends=6, overwrites=3, dynamic_options=lock)
     reopened = Catalog.open(warehouse, **options).get_table(table.identifier)
-    assert check_table(reopened, appenders=4, appends=10, overwrites=4) == []
+    assert check_table(reopened, appenders=4, appends=6, overwrites=3) == []
 
 
 def test_secrets_stay_out_of_errors_and_debug_logs(store: Store, caplog: pytest.LogCaptureFixture) -> None:

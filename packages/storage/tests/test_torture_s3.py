@@ -12,7 +12,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 def test_appenders_racing_an_expirer_on_s3(s3_store: Store) -> None:
-    appenders, commits = 8, 8
+    appenders, commits = 6, 5
     report = run_maintenance_torture(
         s3_store.root(),
         appenders=appenders,

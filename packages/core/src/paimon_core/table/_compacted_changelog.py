@@ -10,17 +10,16 @@ its bytes are (the format Paimon calls ``cc-<format>``, e.g. ``cc-parquet``; ``<
 * ``bucket-<c>/compacted-changelog-<u>$<b>-<n>-<off>-<len>.cc-parquet`` is a slice: the ``<len>`` bytes at
   ``<off>`` of the physical file above (in the same partition, bucket ``<b>``); no such object exists.
 
-A slice is a complete Parquet file, read through a window on the physical file. Every path that reaches
+A slice is a complete Parquet file: its bytes at its offset in the physical file. Every path that reaches
 storage for a changelog file goes through :func:`real_changelog_path` (existence checks, deletion,
-orphan accounting) or :func:`open_changelog_slice` (reads).
+orphan accounting) or :func:`read_changelog_slice` (reads).
 """
 
 from __future__ import annotations
 
-import io
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, BinaryIO, cast
+from typing import TYPE_CHECKING
 
 from paimon_core.storage import join_path, parent_path, path_name
 
@@ -33,7 +32,7 @@ __all__ = [
     "CompactedChangelogNames",
     "changelog_slice",
     "is_compacted_changelog",
-    "open_changelog_slice",
+    "read_changelog_slice",
     "real_changelog_path",
 ]
 
@@ -123,66 +122,23 @@ class CompactedChangelogNames:
         return f"{self._base}-{offset}-{length}{self._suffix}"
 
 
-class _SliceReader(io.RawIOBase):
-    """A read-only, seekable window on a stream: what Parquet readers see of one slice."""
-
-    def __init__(self, raw: BinaryIO, offset: int, length: int) -> None:
-        super().__init__()
-        self._raw = raw
-        self._offset = offset
-        self._length = length
-        self._position = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._position
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._length}[whence]
-        if base + offset < 0:
-            raise ValueError(f"negative seek position {base + offset}")
-        self._position = base + offset
-        return self._position
-
-    def read(self, size: int | None = -1) -> bytes:
-        left = max(0, self._length - self._position)
-        wanted = left if size is None or size < 0 else min(size, left)
-        if wanted == 0:
-            return b""
-        self._raw.seek(self._offset + self._position)
-        data = self._raw.read(wanted)
-        if len(data) < wanted:
-            raise OSError(
-                f"compacted changelog file ends before its slice: {self._offset + self._length} bytes expected"
-            )
-        self._position += len(data)
-        return data
-
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-    def close(self) -> None:
-        if not self.closed:
-            self._raw.close()
-        super().close()
-
-
-def open_changelog_slice(storage: StorageBackend, path: str) -> BinaryIO | None:
-    """Open the bytes of a compacted changelog entry as a seekable stream (None for any other file).
+def read_changelog_slice(storage: StorageBackend, path: str) -> bytes | None:
+    """The bytes of a compacted changelog entry (None for any other file).
 
     Raises:
         FileNotFoundError: the physical file does not exist.
+        OSError: the physical file ends before the slice.
         ValueError: the name does not follow the protocol.
     """
     found = changelog_slice(path)
     if found is None:
         return None
-    raw = storage.open_input(found.path)
-    return cast("BinaryIO", _SliceReader(raw, found.offset, found.length))
+    with storage.open_input(found.path) as raw:
+        raw.seek(found.offset)
+        data = raw.read(found.length)
+    if len(data) < found.length:
+        raise OSError(
+            f"compacted changelog file {found.path} ends before its slice: "
+            f"{found.offset + found.length} bytes expected"
+        )
+    return data

@@ -11,13 +11,12 @@ import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from paimon_core import options as opts
 from paimon_core.deletionvectors import DeletionVector, read_deletion_vectors
@@ -25,7 +24,8 @@ from paimon_core.errors import DataFileError, PaimonError, SchemaError
 from paimon_core.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexFileMeta
 from paimon_core.predicate import Predicate
 from paimon_core.storage import LocalBackend, join_path, local_path, unwrap
-from paimon_core.table._compacted_changelog import open_changelog_slice
+from paimon_core.table._compacted_changelog import read_changelog_slice
+from paimon_core.table._data_file import ParquetDataFile
 from paimon_core.table._data_split import DataSplit
 from paimon_core.table._entries import explain_missing, is_changelog_file
 from paimon_core.table._pushdown import RowGroupFilter, compile_mask, rows_of_groups
@@ -93,7 +93,7 @@ class TableRead:
         return [(names[f.name], self._read_schema.field(f.name)) for f in self._read_fields]
 
     @contextmanager
-    def _open(self, split: DataSplit, path: str, buffer_size: int = 0) -> Iterator[pq.ParquetFile]:
+    def _open(self, split: DataSplit, path: str, buffer_size: int = 0) -> Iterator[ParquetDataFile]:
         """Open a data file; every failure, opening or reading, names the file. ``buffer_size`` > 0 streams
         column chunks through buffers of that size instead of reading whole row groups' chunks.
 
@@ -102,16 +102,13 @@ class TableRead:
             DataFileError: the file is missing from a live snapshot, truncated, or not Parquet.
         """
         storage = self.table.storage
-        source = None
         try:
-            # Local files are read natively by Arrow (no Python file object in the hot path); a slice of a
-            # compacted changelog file through a window on it.
-            source = open_changelog_slice(storage, path)
-            if source is None and not isinstance(unwrap(storage), LocalBackend):
-                source = storage.open_input(path)
-            parquet = pq.ParquetFile(
-                source if source is not None else local_path(path), buffer_size=buffer_size
-            )
+            # Arrow reads local files itself, anything else from memory it owns (_data_file.py says why).
+            source: str | bytes | BinaryIO | None = read_changelog_slice(storage, path)
+            if source is None:
+                local = isinstance(unwrap(storage), LocalBackend)
+                source = local_path(path) if local else storage.open_input(path)
+            parquet = ParquetDataFile(source, buffer_size=buffer_size)
             try:
                 yield parquet
             finally:
@@ -128,9 +125,6 @@ class TableRead:
             if isinstance(exc, PaimonError):
                 raise
             raise DataFileError(f"cannot read data file {path}: {exc}", path) from exc
-        finally:
-            if source is not None:
-                source.close()
 
     def _conform(self, data: pa.Table, plan: list[tuple[str | None, pa.Field]]) -> pa.Table:
         columns = []
@@ -152,7 +146,7 @@ class TableRead:
         return table
 
     def selected_row_groups(
-        self, parquet: pq.ParquetFile, file: DataFileMeta, prune: RowGroupFilter | None
+        self, parquet: ParquetDataFile, file: DataFileMeta, prune: RowGroupFilter | None
     ) -> list[int] | None:
         """The row groups of ``file`` that ``prune`` cannot rule out; None for all of them."""
         if prune is None:
@@ -164,7 +158,7 @@ class TableRead:
         present = [name for name, _ in plan if name is not None]
         with self._open(split, self._file_path(split, file)) as parquet:
             if self.row_filter is None:
-                data = parquet.read(columns=present, use_threads=True)
+                data = parquet.read(present)
                 return self._conform(self.deletion_vectors.apply(split, file, data), plan)
             batches = list(self._filtered_batches(split, file, parquet, plan, present))
         return pa.Table.from_batches(batches, schema=self._values_schema)
@@ -179,7 +173,7 @@ class TableRead:
         self,
         split: DataSplit,
         file: DataFileMeta,
-        parquet: pq.ParquetFile,
+        parquet: ParquetDataFile,
         plan: list[tuple[str | None, pa.Field]],
         present: list[str],
     ) -> Iterator[pa.RecordBatch]:

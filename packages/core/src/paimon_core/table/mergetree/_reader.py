@@ -136,9 +136,9 @@ class KeyValueTableRead(TableRead):
         with self._open(split, self._file_path(split, file)) as parquet:
             groups = self.selected_row_groups(parquet, file, prune)
             if groups is None:
-                data = parquet.read(columns=wanted, use_threads=True)
+                data = parquet.read(wanted)
                 return self._conform_records(self.deletion_vectors.apply(split, file, data), present)
-            data = parquet.read_row_groups(groups, columns=wanted, use_threads=True)
+            data = parquet.read_row_groups(groups, wanted)
             positions = rows_of_groups(parquet.metadata, groups)
         return self._conform_records(self.deletion_vectors.apply(split, file, data, positions), present)
 
@@ -192,7 +192,7 @@ class KeyValueTableRead(TableRead):
         """The key columns of a data file, under the key names."""
         physical = [f"_KEY_{name}" for name in self.layout.key_names]
         with self._open(split, self._file_path(split, file)) as parquet:
-            data = parquet.read(columns=physical, use_threads=True)
+            data = parquet.read(physical)
         return data.rename_columns(list(self.layout.key_names))
 
     def read_leveled(
