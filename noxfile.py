@@ -208,9 +208,14 @@ def java_interop(session: nox.Session) -> None:
     session.run("pytest", "tests/java_interop", "-m", "java_interop", *session.posargs)
 
 
+PRIVATE_IMPORT_CHECK = "packages/testing/src/paimon_testing/layering.py"
+
+
 @nox.session
 def lint(session: nox.Session) -> None:
-    """``ruff check`` and ``ruff format --check`` over the whole repository (both run, then both judged)."""
+    """``ruff check``, ``ruff format --check`` and the ban on importing another tree's private modules or
+    names (``paimon_testing/layering.py``, standard library only) over the whole repository: all run, then
+    all judged."""
     session.install(*nox.project.dependency_groups(PYPROJECT, "lint"))
     failed = []
     for command in (["check", *session.posargs, "."], ["format", "--check", "."]):
@@ -218,6 +223,10 @@ def lint(session: nox.Session) -> None:
             session.run("ruff", *command)
         except nox.command.CommandFailed:
             failed.append(f"ruff {command[0]}")
+    try:
+        session.run("python", PRIVATE_IMPORT_CHECK, *(f"packages/{p.dir}/src" for p in PACKAGES))
+    except nox.command.CommandFailed:
+        failed.append("the private-import check")
     if failed:
         session.error(f"{' and '.join(failed)} failed")
 

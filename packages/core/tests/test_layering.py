@@ -5,8 +5,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import paimon_core.table
-from paimon_testing.layering import cycles
+from paimon_testing.layering import cycles, main, private_import_offenders, private_reaches
 
 ABOVE = ("paimon_core.compact", "paimon_core.maintenance", "paimon_core.catalog", "paimon_core.cli",
          "paimon_core._standard_hooks")  # fmt: skip
@@ -134,67 +136,38 @@ def test_only_the_facade_imports_the_facade() -> None:
 
 SOURCES = Path(__file__).resolve().parents[2]  # packages/
 PACKAGE_SOURCES = [SOURCES / name / "src" for name in ("core", "storage", "spark", "testing")]
-# Modules (not packages) of the four distributions: an underscore name inside one belongs to it alone.
-PLAIN_MODULES = frozenset(
-    ".".join(path.relative_to(src).with_suffix("").parts)
-    for src in PACKAGE_SOURCES
-    for path in src.rglob("*.py")
-    if path.name != "__init__.py"
-)
-
-
-def _private_owners(dotted: str) -> list[str]:
-    """The package or module owning each private part of ``dotted`` (``a._b._c`` -> ``a``, ``a._b``)."""
-    parts = dotted.split(".")
-    return [
-        ".".join(parts[:i])
-        for i, part in enumerate(parts)
-        if part.startswith("_") and not part.startswith("__")
-    ]
-
-
-def private_reaches(source: str, package: str) -> list[str]:
-    """Private modules or names that code in ``package`` imports from outside its own tree.
-
-    A package may use the private modules of its own subpackages (``table`` reaches into
-    ``table.mergetree._reader``), never those of a sibling or of another distribution, nor another module's
-    underscore names.
-    """
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            targets = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
-        else:
-            continue
-        for target in targets:
-            for owner in _private_owners(target):
-                if owner in PLAIN_MODULES:
-                    found.append(target)  # another module's underscore name
-                elif owner != package and not (
-                    package.startswith(owner + ".") or owner.startswith(package + ".")
-                ):
-                    found.append(target)  # a private module of a sibling or of another distribution
-    return sorted(set(found))
+PLAIN_MODULES = frozenset({"paimon_testing.stateful", "paimon_spark._source"})
 
 
 def test_the_private_check_sees_sibling_and_foreign_reaches() -> None:
-    assert private_reaches("from paimon_core.manifest._cache import manifest_cache\n", "paimon_core.table")
-    assert private_reaches("import paimon_core.compact._job\n", "paimon_spark")
-    assert private_reaches("from paimon_testing.stateful import _Actor\n", "paimon_testing")
-    assert private_reaches("from paimon_spark._source import _abort\n", "paimon_spark")
-    assert not private_reaches("from paimon_core.table.mergetree._reader import R\n", "paimon_core.table")
-    assert not private_reaches("from paimon_core.table._store import TableStore\n", "paimon_core.table")
+    def reaches(source: str, package: str) -> list[str]:
+        return private_reaches(source, package, PLAIN_MODULES)
+
+    assert reaches("from paimon_core.manifest._cache import manifest_cache\n", "paimon_core.table")
+    assert reaches("import paimon_core.compact._job\n", "paimon_spark")
+    assert reaches("from paimon_testing.stateful import _Actor\n", "paimon_testing")
+    assert reaches("from paimon_spark._source import _abort\n", "paimon_spark")
+    assert not reaches("from paimon_core.table.mergetree._reader import R\n", "paimon_core.table")
+    assert not reaches("from paimon_core.table._store import TableStore\n", "paimon_core.table")
 
 
 def test_no_module_reaches_into_another_tree_s_private_modules() -> None:
-    offenders: dict[str, list[str]] = {}
-    for src in PACKAGE_SOURCES:
-        for path in src.rglob("*.py"):
-            parts = list(path.relative_to(src).with_suffix("").parts)
-            package = ".".join(parts[:-1])  # a module's package; a package's __init__ is in the one it names
-            found = private_reaches(path.read_text(), package)
-            if found:
-                offenders[".".join(parts)] = found
-    assert offenders == {}
+    assert private_import_offenders(PACKAGE_SOURCES) == {}
+
+
+def test_the_lint_check_fails_on_a_reach_and_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "src"
+    for module, text in {
+        "owner/__init__.py": "",
+        "owner/_hidden.py": "x = 1\n",
+        "user/__init__.py": "",
+        "user/clean.py": "import owner\n",
+    }.items():
+        (src / module).parent.mkdir(parents=True, exist_ok=True)
+        (src / module).write_text(text)
+    assert main([str(src)]) == 0
+    (src / "user/reach.py").write_text("from owner._hidden import x\n")
+    assert main([str(src)]) == 1
+    assert "user.reach imports another tree's private owner._hidden" in capsys.readouterr().err

@@ -1,14 +1,20 @@
-"""Import-graph checks for layering tests: the import circles of a graph of modules (or of any units).
+"""Import checks for layering: the import circles of a graph of modules, and imports of private modules.
 
 Both paimon-core's and paimon-spark's layering tests build their graphs from the source and ask
-:func:`cycles` for the circles, which a layered package has none of.
+:func:`cycles` for the circles, which a layered package has none of. :func:`private_import_offenders` is the
+repository's ban on reaching into another tree's private modules or names: CI's ``lint`` session and the
+pre-commit hook run this file as a script over the four packages' ``src`` directories, and paimon-core's
+layering test runs it too. Standard library only, so it runs before anything is installed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Set
+import ast
+import sys
+from collections.abc import Iterator, Mapping, Sequence, Set
+from pathlib import Path
 
-__all__ = ["cycles"]
+__all__ = ["cycles", "private_import_offenders", "private_reaches"]
 
 
 def cycles(graph: Mapping[str, Set[str]]) -> list[tuple[str, ...]]:
@@ -56,3 +62,71 @@ def cycles(graph: Mapping[str, Set[str]]) -> list[tuple[str, ...]]:
                     if len(component) > 1:
                         found.append(tuple(sorted(component)))
     return found
+
+
+def _private_owners(dotted: str) -> list[str]:
+    """The package or module owning each private part of ``dotted`` (``a._b._c`` -> ``a``, ``a._b``)."""
+    parts = dotted.split(".")
+    return [
+        ".".join(parts[:i])
+        for i, part in enumerate(parts)
+        if part.startswith("_") and not part.startswith("__")
+    ]
+
+
+def private_reaches(source: str, package: str, plain_modules: Set[str]) -> list[str]:
+    """Private modules or names that code in ``package`` imports from outside its own tree.
+
+    A package may use the private modules of its own subpackages (``table`` reaches into
+    ``table.mergetree._reader``), never those of a sibling or of another distribution, nor another module's
+    underscore names. ``plain_modules``: the dotted names of the modules (not packages) of the sources.
+    """
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            targets = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        for target in targets:
+            for owner in _private_owners(target):
+                if owner in plain_modules:
+                    found.append(target)  # another module's underscore name
+                elif owner != package and not (
+                    package.startswith(owner + ".") or owner.startswith(package + ".")
+                ):
+                    found.append(target)  # a private module of a sibling or of another distribution
+    return sorted(set(found))
+
+
+def private_import_offenders(sources: Sequence[Path]) -> dict[str, list[str]]:
+    """Each module under the ``src`` directories ``sources`` that imports another tree's private modules or
+    names, with what it imports."""
+    plain_modules = frozenset(
+        ".".join(path.relative_to(src).with_suffix("").parts)
+        for src in sources
+        for path in src.rglob("*.py")
+        if path.name != "__init__.py"
+    )
+    offenders: dict[str, list[str]] = {}
+    for src in sources:
+        for path in sorted(src.rglob("*.py")):
+            parts = list(path.relative_to(src).with_suffix("").parts)
+            package = ".".join(parts[:-1])  # a module's package; a package's __init__ is in the one it names
+            found = private_reaches(path.read_text(encoding="utf-8"), package, plain_modules)
+            if found:
+                offenders[".".join(parts)] = found
+    return offenders
+
+
+def main(argv: Sequence[str]) -> int:
+    """``python layering.py SRC...``: print each private reach, exit 1 if there is one."""
+    offenders = private_import_offenders([Path(a) for a in argv])
+    for module, targets in offenders.items():
+        print(f"{module} imports another tree's private {', '.join(targets)}", file=sys.stderr)
+    return 1 if offenders else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
