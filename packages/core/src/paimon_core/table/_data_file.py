@@ -24,7 +24,7 @@ _GAP_BYTES = 64 * 1024
 """Chunks closer than this are fetched in one read (a request costs more than the bytes in between)."""
 
 
-def arrow_owned(data: bytes) -> pa.Buffer:
+def _arrow_owned(data: bytes) -> pa.Buffer:
     """A copy of ``data`` in memory Arrow allocated: releasing it never takes the GIL."""
     buffer = pa.allocate_buffer(len(data))
     memoryview(buffer).cast("B")[:] = data
@@ -49,7 +49,7 @@ class ParquetDataFile:
             self.file = pq.ParquetFile(source, buffer_size=buffer_size)
             return
         if isinstance(source, bytes):
-            self.file = pq.ParquetFile(pa.BufferReader(arrow_owned(source)), buffer_size=buffer_size)
+            self.file = pq.ParquetFile(pa.BufferReader(_arrow_owned(source)), buffer_size=buffer_size)
             return
         self._remote = source
         try:
