@@ -1,4 +1,5 @@
-"""Issue 18 regressions: commits that race expiration, rollback and orphan removal, replays, two handles."""
+"""Commits that race expiration, rollback and orphan removal, replays, two handles (issue 18), and writers open
+across a rollback."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ import pytest
 
 from paimon_core import Catalog
 from paimon_core.errors import (
+    CommitConflictError,
     CommitFilesError,
     CommitHistoryExpiredError,
     CommitIdentifierError,
     CorruptMetadataError,
     SnapshotExpiredError,
 )
-from paimon_core.maintenance import expire_snapshots, remove_orphan_files, rollback_to
+from paimon_core.maintenance import create_tag, expire_snapshots, remove_orphan_files, rollback_to
 from paimon_core.table import Table
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])
@@ -451,3 +453,59 @@ def test_an_expiration_after_one_that_died_midway_deletes_data_files_before_snap
     assert all(name in deleted for name in replaced)
     assert max(deleted.index(name) for name in replaced) < deleted.index("snapshot-3")
     assert _ids(table) == [1, 2, 4, 5, 6]
+
+
+KEYED = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.int64())])
+
+
+def _keyed(rows: dict[int, int]) -> pa.Table:
+    return pa.table({"id": list(rows), "v": list(rows.values())}, schema=KEYED)
+
+
+def _values(table: Table) -> dict[int, int]:
+    return {row["id"]: row["v"] for row in table.to_arrow().to_pylist()}
+
+
+@pytest.fixture()
+def keyed(tmp_path: Any) -> Table:
+    catalog = Catalog.open(str(tmp_path / "keyed"), create=True)
+    catalog.create_database("db")
+    return catalog.create_table(
+        "db.kv", KEYED, primary_keys=["id"], options={"bucket": "1", "write-only": "true"}
+    )
+
+
+def test_a_primary_key_writer_open_across_a_rollback_past_its_snapshot_is_refused(keyed: Table) -> None:
+    # Snapshot 1 numbers ids 1..3 with sequence numbers 0..2; the overwrite (2) restarts the bucket at 0, so
+    # a writer reading snapshot 2 numbers its record 1: older than id 3's restored record once rolled back.
+    keyed.append(_keyed({1: 10, 2: 20, 3: 30}))
+    create_tag(keyed, "t1", snapshot_id=1)
+    keyed.overwrite(_keyed({5: 50}))
+    writer = keyed.new_write()
+    writer.write(_keyed({3: 33}))
+    rollback_to(keyed, tag="t1")
+    messages = writer.prepare_commit()
+    with pytest.raises(CommitConflictError, match=r"rolled back .* past snapshot 2"):
+        keyed.new_commit().commit(messages)
+    assert keyed.snapshot_manager.list_ids() == [1]
+    assert _values(keyed) == {1: 10, 2: 20, 3: 30}
+    keyed.append(_keyed({3: 33}))  # a writer opened after the rollback
+    assert _values(keyed) == {1: 10, 2: 20, 3: 33}
+
+
+def test_a_primary_key_writer_lands_when_its_snapshot_stays_in_the_history(keyed: Table) -> None:
+    keyed.append(_keyed({1: 10, 2: 20}))
+    create_tag(keyed, "t1", snapshot_id=1)
+    writer = keyed.new_write()  # reads snapshot 1
+    writer.write(_keyed({2: 22}))
+    keyed.append(_keyed({3: 30}))
+    rollback_to(keyed, tag="t1")  # back to the writer's own snapshot: nothing it read went away
+    keyed.new_commit().commit(writer.prepare_commit())
+    assert _values(keyed) == {1: 10, 2: 22}
+    old = keyed.new_write()  # reads snapshot 2, which expiration then removes
+    old.write(_keyed({1: 11}))
+    for i in range(3):
+        keyed.append(_keyed({10 + i: i}))
+    assert expire_snapshots(keyed, retain_max=1, retain_min=1) > 0
+    keyed.new_commit().commit(old.prepare_commit())
+    assert _values(keyed)[1] == 11

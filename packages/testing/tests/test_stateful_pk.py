@@ -163,7 +163,7 @@ def _legal(
             deleted.add(key)
     if delete and variant.engine in ("partial-update", "aggregation"):
         v = None
-    elif variant.engine == "partial-update" and variant.deletes and v is None:
+    elif variant.engine == "partial-update" and (variant.deletes or variant.sequence_field) and v is None:
         v = 0
     if variant.sequence_field and variant.deletes:
         s = max(s, floor.get(key, s))

@@ -24,8 +24,11 @@ What the model cannot know is left out on purpose, and said so:
   Aggregation with ``aggregation.remove-record-on-delete`` writes only ``-D`` to a key after its first
   one: a merge of a ``-D`` and later adds without the older records yields an add that the older records
   are then summed with, unlike a merge of them all.
-  Partial-update with deletes writes non-null values (Java starts the row from a removing ``-D``'s values,
-  which a later null would keep or not depending on the grouping).
+  Partial-update with deletes or ``sequence.field`` writes non-null values: Java starts the row from a
+  removing ``-D``'s values, which a later null would keep or not depending on the grouping; and a merged
+  record takes its place in the ``s`` order from its last record but its values from earlier ones, so a
+  record of another commit that sorts among them (``s`` need not follow the commits) wins or not depending
+  on whether they were merged first.
 - Writers are ``write-only``: compaction is the compactor actor's (one snapshot per commit, as the machine
   checks).
 - first-row: a batch read skips level 0 (only compacted keys are visible, as in Java), so a read must be a
@@ -317,8 +320,12 @@ class PrimaryKeyCommits(ConcurrentCommits):
                 self.delete_floor[(key_id, partition)] = s
         if is_delete and self.variant.engine in ("partial-update", "aggregation"):
             v = None  # see the module doc: what follows a -D must not depend on its values
-        elif self.variant.engine == "partial-update" and self.variant.deletes and v is None:
-            v = 0
+        elif (
+            self.variant.engine == "partial-update"
+            and v is None
+            and (self.variant.deletes or self.variant.sequence_field)
+        ):
+            v = 0  # see the module doc: a null value would make the result depend on the grouping
         return (key_id, partition, v, s, is_delete)
 
     # --- reading and comparing ---------------------------------------------------------------------------------

@@ -5,6 +5,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from paimon_core.manifest import DataFileMeta, IndexFileMeta
+from paimon_core.snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class RestoredFrom:
+    """The snapshot a primary-key writer read its buckets from: their sequence numbers continue after that
+    snapshot's files. The committer refuses the writer's files once a rollback removed the snapshot from the
+    history (docs/commit-protocol.md, "A writer across a rollback").
+    """
+
+    snapshot_id: int
+    time_millis: int
+    commit_user: str
+    commit_identifier: int
+
+    @classmethod
+    def of(cls, snapshot: Snapshot) -> RestoredFrom:
+        return cls(snapshot.id, snapshot.time_millis, snapshot.commit_user, snapshot.commit_identifier)
+
+    def is_snapshot(self, snapshot: Snapshot) -> bool:
+        """Whether ``snapshot`` is the one this writer read (and not another one under its id)."""
+        return self == RestoredFrom.of(snapshot)
 
 
 @dataclass(frozen=True)
@@ -27,6 +49,8 @@ class CommitMessage:
             APPEND snapshot's changelog manifest list.
         compact_changelog_files: changelog files a compaction produced (``lookup``, ``full-compaction``),
             listed in the COMPACT snapshot's changelog manifest list.
+        restored_from: for a primary-key writer's new files, the snapshot its buckets were read from (None
+            when the table was empty, or for an overwrite, which starts its buckets afresh).
     """
 
     partition: bytes
@@ -40,6 +64,7 @@ class CommitMessage:
     deleted_index_files: tuple[IndexFileMeta, ...] = ()
     changelog_files: tuple[DataFileMeta, ...] = ()
     compact_changelog_files: tuple[DataFileMeta, ...] = ()
+    restored_from: RestoredFrom | None = None
 
     def is_empty(self) -> bool:
         return not (

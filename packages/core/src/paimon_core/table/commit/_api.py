@@ -26,6 +26,7 @@ from paimon_core.table.commit._changes import (
     index_changes,
     overwrite_changes,
     overwrite_scope,
+    restored_from,
 )
 from paimon_core.table.commit._publish import Publisher, open_lock
 from paimon_core.table.commit._replay import ReplayCheck
@@ -113,6 +114,7 @@ class TableCommit:
                 watermark=watermark,
                 index_changes=data_index,
                 changelog=tuple(append_changelog),
+                restored_from=restored_from(messages),
             )
             created += self._loop.run(call, kind, lambda _latest: changes, commit_identifier)
         created += self._commit_compaction(

@@ -32,7 +32,12 @@ from paimon_core.redaction import get_logger
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind
 from paimon_core.table._history import OwnCommits
 from paimon_core.table.commit._changes import BuildChanges
-from paimon_core.table.commit._conflicts import check_bucket_numbers, check_files, index_after
+from paimon_core.table.commit._conflicts import (
+    check_bucket_numbers,
+    check_files,
+    check_writers_history,
+    index_after,
+)
 from paimon_core.table.commit._outcome import (
     AlreadyLive,
     Final,
@@ -228,6 +233,7 @@ class AttemptLoop:
         if live is not None:
             return live
         check_bucket_numbers(self.table, latest, changes)
+        check_writers_history(self.table, latest, changes)
         index = index_after(self.table, latest, changes)
         snapshot = self._builder.build(latest, changes, identifier, loop.written, index)
         logger.info(

@@ -19,7 +19,7 @@ from paimon_core.manifest import (
     ManifestEntry,
 )
 from paimon_core.snapshot import CommitKind, Snapshot
-from paimon_core.table._messages import CommitMessage
+from paimon_core.table._messages import CommitMessage, RestoredFrom
 
 if TYPE_CHECKING:
     from paimon_core.table._store import TableStore
@@ -38,6 +38,12 @@ class Changes:
     index_changes: tuple[IndexManifestEntry, ...] = ()
     index_scope: OverwriteScope | None = None  # an overwrite drops the index files of these partitions
     changelog: tuple[ManifestEntry, ...] = ()  # changelog files, listed in the snapshot's changelog list
+    restored_from: tuple[RestoredFrom, ...] = ()  # the snapshots primary-key writers continued from
+
+
+def restored_from(messages: Sequence[CommitMessage]) -> tuple[RestoredFrom, ...]:
+    """The distinct snapshots the messages' primary-key writers read their buckets from."""
+    return tuple(dict.fromkeys(m.restored_from for m in messages if m.restored_from is not None))
 
 
 BuildChanges = Callable[[Snapshot | None], Changes]

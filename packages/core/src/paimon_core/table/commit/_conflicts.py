@@ -3,7 +3,8 @@
 Plain appends never conflict. Files to add must not be live yet (all live: the messages were committed
 before); an overwrite's or compaction's deletes must still be live; a partition keeps one number of buckets;
 an index file this commit replaces must not have been replaced by another (Java Paimon's
-``ConflictDetection`` makes the same checks). docs/commit-protocol.md, "One attempt".
+``ConflictDetection`` makes the same checks). docs/commit-protocol.md, "One attempt". Beyond Java: a
+primary-key writer's files land only while the snapshot it read its buckets from is still in the history.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from paimon_core import options as opts
 from paimon_core.errors import CommitConflictError, CommitFilesError, ConfigError, CorruptMetadataError
 from paimon_core.manifest import FileKind, IndexFileMeta, IndexManifestEntry, combine_index_entries
 from paimon_core.snapshot import CommitKind, Snapshot
+from paimon_core.table._messages import RestoredFrom
 from paimon_core.table.commit._changes import Changes, is_compaction_index
 from paimon_core.table.commit._entries import delta_entries, explain_missing
 from paimon_core.table.commit._outcome import AlreadyLive
@@ -62,6 +64,47 @@ def check_files(
             conflicting_files=missing,
         )
     return None
+
+
+def check_writers_history(table: TableStore, latest: Snapshot | None, changes: Changes) -> None:
+    """A primary-key writer's records order after the files it read only in the history it read them from.
+
+    A writer numbers its records after the largest sequence number of the bucket's files in the snapshot it
+    read (its lookups, for ``first-row`` and the ``lookup`` changelog, saw that snapshot too). A rollback
+    below that snapshot can bring back files with larger sequence numbers (those an overwrite had
+    replaced): the writer's newer records would then read as older than them. Java Paimon commits them
+    anyway; here the commit is refused.
+
+    Raises:
+        CommitConflictError: the table was rolled back past the snapshot a writer read its buckets from.
+    """
+    for mark in changes.restored_from:
+        if not _in_history(table, mark, latest):
+            base = latest.id if latest is not None else 0
+            raise CommitConflictError(
+                f"{table.path} was rolled back (its latest snapshot is {base}) past snapshot "
+                f"{mark.snapshot_id}, which a primary-key writer read its buckets from: its records would "
+                "not order after the restored ones; nothing was committed. Write them again with a writer "
+                "opened after the rollback"
+            )
+
+
+def _in_history(table: TableStore, mark: RestoredFrom, latest: Snapshot | None) -> bool:
+    """Whether the snapshot ``mark`` names is an ancestor of ``latest`` (or ``latest`` itself).
+
+    A rollback to ``T`` deletes every snapshot above ``T``; later commits reuse their ids. So the snapshot
+    is in the history while its file exists unchanged. Once expired (below ``EARLIEST``) it is taken to be,
+    as expiration only removes ancestors of the latest snapshot: a rollback and then the expiration of the
+    snapshot's id while a writer stays open across both is not detected.
+    """
+    if latest is None or latest.id < mark.snapshot_id:
+        return False
+    sm = table.snapshot_manager
+    snapshot = latest if latest.id == mark.snapshot_id else sm.try_snapshot(mark.snapshot_id)
+    if snapshot is not None:
+        return mark.is_snapshot(snapshot)
+    earliest = sm.earliest_id()
+    return earliest is not None and mark.snapshot_id < earliest
 
 
 def check_bucket_numbers(table: TableStore, latest: Snapshot | None, changes: Changes) -> None:

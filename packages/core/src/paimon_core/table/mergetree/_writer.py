@@ -25,7 +25,7 @@ from paimon_core.storage import join_path
 from paimon_core.table._convert import conform_batch, iter_batches
 from paimon_core.table._data_split import DataSplit
 from paimon_core.table._entries import live_entries
-from paimon_core.table._messages import CommitMessage
+from paimon_core.table._messages import CommitMessage, RestoredFrom
 from paimon_core.table._split import pieces
 from paimon_core.table._write import DataFileWriter, TableWrite
 from paimon_core.table.mergetree._changelog import (
@@ -510,6 +510,7 @@ class KeyValueTableWrite(TableWrite):
         self._overwrite = overwrite
         self._trees: dict[tuple[bytes, int], MergeTreeWriter] = {}
         self._restored: dict[tuple[bytes, int], list[DataFileMeta]] | None = None
+        self._restored_from: RestoredFrom | None = None  # the snapshot of `_restored`
         self._deletion_files: dict[tuple[bytes, int], list[IndexFileMeta]] = {}
         self._compact = not table.options.get_option(opts.WRITE_ONLY)
         self._full_compaction = full_compaction
@@ -612,6 +613,7 @@ class KeyValueTableWrite(TableWrite):
             self._restored = {}
             snapshot = self.table.snapshot_manager.latest()
             if snapshot is not None:
+                self._restored_from = RestoredFrom.of(snapshot)
                 for entry in live_entries(self.table, snapshot):
                     self._restored.setdefault((entry.partition, entry.bucket), []).append(entry.file)
                 for index in self.table.index_entries(snapshot):
@@ -638,6 +640,8 @@ class KeyValueTableWrite(TableWrite):
         messages = []
         for tree in self._trees.values():
             message = tree.prepare_commit(full_compaction=full)
+            if message is not None and message.new_files:
+                message = replace(message, restored_from=self._restored_from)
             if self._assigner is not None:
                 new, replaced = self._assigner.index_changes(tree.partition, tree.bucket)
                 if new:
