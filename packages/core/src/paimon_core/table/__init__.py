@@ -34,6 +34,7 @@ from paimon_core.table._stream import (
 )
 from paimon_core.table._system import DATA_VIEWS, SYSTEM_TABLES, SystemTable, split_system_name
 from paimon_core.table._table import Table, open_table
+from paimon_core.table._time_travel import TimeTravel
 from paimon_core.table._views import AuditLogTable, DataView, ReadOptimizedTable, data_view
 from paimon_core.table._write import DataFileWriter, DictionaryChoice, TableWrite
 from paimon_core.table.commit import TableCommit
@@ -74,6 +75,7 @@ __all__ = [
     "TableStore",
     "TableStream",
     "TableWrite",
+    "TimeTravel",
     "changelog_slice",
     "check_append_table",
     "check_primary_key_table",

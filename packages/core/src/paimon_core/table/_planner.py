@@ -12,7 +12,6 @@ time-travel options, so an explicit argument always wins. See ``docs/reads.md``.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +21,7 @@ from paimon_core.errors import ConfigError, SnapshotNotFoundError
 from paimon_core.manifest import ManifestEntry
 from paimon_core.redaction import get_logger
 from paimon_core.snapshot import Snapshot
+from paimon_core.table._time_travel import TimeTravel
 from paimon_core.tag import TagManager
 
 if TYPE_CHECKING:
@@ -59,34 +59,17 @@ TIME_TRAVEL_KEYS = frozenset(
 """The options that choose a read's snapshot; an explicit argument replaces all of them."""
 
 
-def scan_options(
-    options: opts.Options,
-    *,
-    snapshot_id: int | None = None,
-    tag: str | None = None,
-    timestamp: dt.datetime | int | str | None = None,
-) -> opts.Options:
-    """``options`` with the explicit time travel of a read applied (at most one of the three).
-
-    Args:
-        snapshot_id: read this snapshot.
-        tag: read the snapshot of this tag.
-        timestamp: read the snapshot current at this instant: a datetime (naive = local time), epoch
-            milliseconds, or ``'yyyy-MM-dd HH:mm:ss'``.
-
-    Raises:
-        ConfigError: more than one was given, or ``timestamp`` is not a point in time.
-    """
+def scan_options(options: opts.Options, travel: TimeTravel) -> opts.Options:
+    """``options`` with the explicit time travel of a read applied: it replaces every option that chooses a
+    read's snapshot."""
     given: dict[str, Any] = {}
-    if snapshot_id is not None:
-        given[opts.SCAN_SNAPSHOT_ID.key] = snapshot_id
-    if tag is not None:
-        given[opts.SCAN_TAG_NAME.key] = tag
-    if timestamp is not None:
-        given[opts.SCAN_TIMESTAMP_MILLIS.key] = opts.to_millis(timestamp)
-    if len(given) > 1:
-        raise ConfigError("time travel takes one of snapshot_id, tag and timestamp, not several")
-    if not given:
+    if travel.snapshot_id is not None:
+        given[opts.SCAN_SNAPSHOT_ID.key] = travel.snapshot_id
+    elif travel.tag is not None:
+        given[opts.SCAN_TAG_NAME.key] = travel.tag
+    elif travel.timestamp is not None:
+        given[opts.SCAN_TIMESTAMP_MILLIS.key] = opts.to_millis(travel.timestamp)
+    else:
         return options
     kept = {k: v for k, v in options.items() if k not in TIME_TRAVEL_KEYS}
     return opts.Options.of({**kept, **given})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -18,6 +17,7 @@ from paimon_core.table._data_split import DataSplit
 from paimon_core.table._entries import explain_missing, live_entries, manifest_metas, read_entries
 from paimon_core.table._planner import BatchScanStart, created_since, resolve_batch_scan, scan_options
 from paimon_core.table._read import TableRead
+from paimon_core.table._time_travel import NOW, TimeTravel
 from paimon_core.table.mergetree._incremental import java_split_files
 from paimon_core.table.mergetree._layout import KeyValueLayout
 from paimon_core.table.mergetree._reader import KeyValueTableRead
@@ -140,12 +140,10 @@ class TableScan:
 
     Args:
         table: the table.
-        snapshot_id: time travel to this snapshot.
         predicate: prunes partitions exactly and files by their value statistics.
+        travel: the snapshot to read (a snapshot id, a tag or an instant) instead of what the ``scan.*``
+            options choose.
         snapshot: read exactly this snapshot (a tag's, whose file may have expired), ignoring the options.
-        tag: time travel to this tag's snapshot.
-        timestamp: time travel to the snapshot current at this instant (datetime, epoch millis or
-            ``'yyyy-MM-dd HH:mm:ss'``).
 
     Raises:
         ConfigError: conflicting or malformed scan options.
@@ -155,12 +153,10 @@ class TableScan:
     def __init__(
         self,
         table: TableStore,
-        snapshot_id: int | None = None,
         predicate: Predicate | None = None,
         *,
+        travel: TimeTravel = NOW,
         snapshot: Snapshot | None = None,
-        tag: str | None = None,
-        timestamp: dt.datetime | int | str | None = None,
     ) -> None:
         self.table = table
         self.predicate = predicate
@@ -168,8 +164,7 @@ class TableScan:
         if snapshot is not None:
             self.start = BatchScanStart(snapshot)
         else:
-            options = scan_options(table.options, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
-            self.start = resolve_batch_scan(table, options)
+            self.start = resolve_batch_scan(table, scan_options(table.options, travel))
         self.snapshot = self.start.snapshot
 
     def files(self) -> list[ManifestEntry]:

@@ -143,7 +143,7 @@ class Table(TableStore, Readable):
         """Plan a batch read: the snapshot the ``scan.*`` options (or the time travel given here) choose,
         and its pruned files and splits. See :class:`TableScan`."""
         predicate, _ = parse_filter(filter)
-        return TableScan(self, snapshot_id, predicate, tag=tag, timestamp=timestamp)
+        return TableScan(self, predicate, travel=TimeTravel(snapshot_id, tag, timestamp))
 
     def new_read(self, columns: Sequence[str] | None = None, filter: FilterLike = None) -> TableRead:
         predicate, expression = parse_filter(filter, self.arrow_schema)
@@ -158,7 +158,7 @@ class Table(TableStore, Readable):
     ) -> tuple[TableRead, list[DataSplit]]:
         predicate, expression = parse_filter(filter, self.arrow_schema)
         read = self._reader(columns, predicate if predicate is not None else expression)
-        scan = TableScan(self, travel.snapshot_id, predicate, tag=travel.tag, timestamp=travel.timestamp)
+        scan = TableScan(self, predicate, travel=travel)
         return read, scan.plan()
 
     # The readers (to_arrow, to_batches, to_pandas, to_polars, to_duckdb, the Arrow C stream, iteration)

@@ -52,7 +52,7 @@ class DataView(Readable):
         """The read (which refuses unknown columns) and the splits of the view."""
 
     def _scan(self, predicate: Predicate | None, travel: TimeTravel) -> TableScan:
-        return TableScan(self.data, travel.snapshot_id, predicate, tag=travel.tag, timestamp=travel.timestamp)
+        return TableScan(self.data, predicate, travel=travel)
 
     def _read(
         self, columns: Sequence[str] | None, filter: FilterLike, travel: TimeTravel
