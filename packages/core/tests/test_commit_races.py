@@ -12,11 +12,13 @@ import pyarrow as pa
 import pytest
 
 from paimon_core import Catalog
+from paimon_core.compact import compact_table
 from paimon_core.errors import (
     CommitConflictError,
     CommitFilesError,
     CommitHistoryExpiredError,
     CommitIdentifierError,
+    CommitStateUnknownError,
     CorruptMetadataError,
     SnapshotExpiredError,
 )
@@ -509,3 +511,34 @@ def test_a_primary_key_writer_lands_when_its_snapshot_stays_in_the_history(keyed
     assert expire_snapshots(keyed, retain_max=1, retain_min=1) > 0
     keyed.new_commit().commit(old.prepare_commit())
     assert _values(keyed)[1] == 11
+
+
+def test_a_stalled_compaction_that_moved_a_file_up_is_not_taken_for_landed_in_a_freed_id(
+    keyed: Table, tmp_path: Any
+) -> None:
+    """A primary-key file moved up a level keeps its name, so another compaction of the same file adds the
+    very same entry: its being live says nothing about whether a snapshot was built on the stalled one."""
+    from paimon_core.compact import CompactJob
+
+    keyed.append(_keyed({1: 10}))
+    mover = Catalog.open(str(tmp_path / "keyed")).get_table("db.kv").copy({"compaction.min.file-num": "1"})
+    (task,) = CompactJob(mover).plan()
+    moved_up = [task.run(mover)]
+    assert [f.file_name for f in moved_up[0].compact_after] == [
+        f.file_name for f in moved_up[0].compact_before
+    ]
+
+    def others_compact_commit_and_expire() -> None:
+        compact_table(keyed.copy({"compaction.min.file-num": "1"}))  # 2: moves the same file up
+        keyed.append(_keyed({2: 20}))  # 3
+        expire_snapshots(keyed, retain_max=1, retain_min=1, older_than=FAR_FUTURE)  # frees snapshot-2
+
+    _pause_publish(mover, others_compact_commit_and_expire)
+    # Its snapshot-2, in the freed id, changes what the real 2 changed: which one 3 was built on cannot be
+    # told, so the outcome is unknown (it used to be reported as landed in snapshot 2).
+    with pytest.raises(CommitStateUnknownError):
+        mover.new_commit().commit(moved_up)
+    assert keyed.snapshot_manager.latest_id() == 3
+    assert _values(keyed) == {1: 10, 2: 20}
+    keyed.append(_keyed({1: 11}))
+    assert _values(keyed) == {1: 11, 2: 20}

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from paimon_core.errors import CorruptMetadataError
-from paimon_core.manifest import FileKind, ManifestEntry, merge_entries, read_manifest_list
+from paimon_core.manifest import FileIdentifier, FileKind, ManifestEntry, merge_entries, read_manifest_list
 from paimon_core.redaction import get_logger
 from paimon_core.snapshot import Snapshot
 from paimon_core.table._entries import read_entries
@@ -77,7 +77,7 @@ def _follows_chain(
             earliest = sm.earliest_hint()
             logger.debug("snapshot %s: nothing above; ids %s, EARLIEST %s", published.id, ids, earliest)
             return not any(i < published.id and (earliest is None or i >= earliest) for i in ids)
-        added = [e.identifier() for e in entries if e.kind == FileKind.ADD]
+        added = _new_files(entries)
         if added and added[0] in table.live_files.at(sm.latest()):
             return True  # our new files are live: a snapshot was built on ours (no one else adds them)
         successor = sm.try_snapshot(published.id + 1)
@@ -103,10 +103,17 @@ def _successor_saw(table: TableStore, successor: Snapshot, entries: Sequence[Man
     ctx = table.manifest_context
     metas = read_manifest_list(table.storage, ctx.path(successor.base_manifest_list))
     state = {e.identifier() for e in merge_entries(read_entries(table, metas))}
-    added = [e.identifier() for e in entries if e.kind == FileKind.ADD]
+    added = _new_files(entries)
     if added:
         return added[0] in state  # names are unique: the state before the successor either has it or not
     deleted = [e.identifier() for e in entries if e.kind == FileKind.DELETE]
     if any(key in state for key in deleted):
         return False
     return None
+
+
+def _new_files(entries: Sequence[ManifestEntry]) -> list[FileIdentifier]:
+    """The identifiers of the files only this commit can add: not those a compaction moved up a level, which
+    keep their names (another compaction of the same file adds the very same entry)."""
+    moved = {e.file.file_name for e in entries if e.kind == FileKind.DELETE}
+    return [e.identifier() for e in entries if e.kind == FileKind.ADD and e.file.file_name not in moved]
