@@ -6,6 +6,7 @@ writer objects directly, as the driver would, to check replays and failed commit
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections import Counter
 from pathlib import Path
@@ -15,7 +16,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from paimon_core import Catalog, CommitMessage, TableCommit
+from paimon_core import STANDARD_HOOKS, Catalog, CommitMessage, TableCommit
 from paimon_core.errors import CommitConflictError, CommitStateUnknownError
 from paimon_core.manifest import FileKind
 from paimon_core.snapshot import CommitKind
@@ -214,6 +215,35 @@ def test_stream_writer_merges_once_and_a_replayed_batch_neither_merges_nor_commi
     assert on_disk(table) == live(table)  # the replay's files were deleted, none merged
     sink.commit(tasks(table, 40, query_id="q"), 1)
     assert ids(reopen(warehouse, "db.t")) == list(range(80))
+
+
+def test_a_streaming_query_keeps_its_after_commit_compactor_between_micro_batches(
+    warehouse: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark hands every micro-batch's commit a new writer object (in one long-lived process): the query's
+    coordinator is built once and plans each batch from the snapshots since the last one."""
+    built: list[str] = []
+
+    def counting(store: Any) -> Any:
+        built.append(store.identifier)
+        assert STANDARD_HOOKS.commit_compactor is not None
+        return STANDARD_HOOKS.commit_compactor(store)
+
+    monkeypatch.setattr(
+        "paimon_core.catalog.STANDARD_HOOKS", dataclasses.replace(STANDARD_HOOKS, commit_compactor=counting)
+    )
+    create(warehouse, "db.t", **{"write-only": "false", "compaction.min.file-num": "2"})
+    for batch in range(3):
+        sink = PaimonStreamWriter(config_of(warehouse, "db.t"), SPARK_SCHEMA, overwrite=False)
+        sink.commit(tasks(reopen(warehouse, "db.t"), batch * 40, query_id="q"), batch)
+    table = reopen(warehouse, "db.t")
+    assert built == ["db.t"]
+    assert CommitKind.COMPACT in [s.commit_kind for s in table.snapshots()]
+    assert ids(table) == list(range(120))
+    PaimonStreamWriter(config_of(warehouse, "db.t"), SPARK_SCHEMA, overwrite=False).commit(
+        tasks(table, 120, query_id="other"), 0
+    )
+    assert built == ["db.t", "db.t"]  # another query, its own coordinator
 
 
 def failing_commit(monkeypatch: pytest.MonkeyPatch, error: Exception, land_first: bool) -> None:

@@ -25,7 +25,7 @@ from paimon_core.errors import ConfigError
 from paimon_core.redaction import get_logger
 from paimon_core.table import CommitMessage
 from paimon_spark._options import SourceConfig
-from paimon_spark._write._commit import abort_uncommitted, commit_tasks
+from paimon_spark._write._commit import abort_uncommitted, commit_tasks, query_pipeline
 from paimon_spark._write._prepare import ensure_table
 from paimon_spark._write._task import write_task
 
@@ -127,6 +127,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
             committer.abort(flat)
             return
         tasks = _per_task(messages)
+        pipeline = query_pipeline(table, committer.commit_user)
         if self.overwrite:
             dynamic = self.config.dynamic_overwrite
             commit_tasks(
@@ -136,10 +137,16 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
                 lambda m: committer.overwrite(m, dynamic=dynamic, commit_identifier=batchId),
                 overwrite=True,
                 commit_number=batchId + 1,
+                pipeline=pipeline,
             )
         else:
             commit_tasks(
-                self.config, table, tasks, lambda m: committer.commit(m, batchId), commit_number=batchId + 1
+                self.config,
+                table,
+                tasks,
+                lambda m: committer.commit(m, batchId),
+                commit_number=batchId + 1,
+                pipeline=pipeline,
             )
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
