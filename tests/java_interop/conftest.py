@@ -238,14 +238,15 @@ class JavaPaimon:
 
         Dynamic-bucket tables (``bucket = -1``) get their buckets from Java's ``HashBucketAssigner`` (one
         assigner that loads the table's hash index), as Paimon's Spark and Flink writers do; fixed-bucket
-        tables compute them from the row.
+        tables compute them from the row, bucket-unaware append tables (``bucket = -1`` without a primary
+        key) write bucket 0.
         """
         kinds = [kinds] * len(rows) if isinstance(kinds, str) else list(kinds)
         if len(kinds) != len(rows):
             raise ValueError(f"{len(kinds)} row kinds for {len(rows)} rows")
         table = self.table(name)
         mode = table.bucketMode().name()
-        if mode not in ("HASH_FIXED", "HASH_DYNAMIC"):
+        if mode not in ("HASH_FIXED", "HASH_DYNAMIC", "BUCKET_UNAWARE"):
             raise ValueError(f"{name}: bucket mode {mode} is not supported by this helper")
         with self._batch_commit(table) as write:
             assigner: Any = None
