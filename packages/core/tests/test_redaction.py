@@ -169,7 +169,7 @@ def test_cli_errors_never_repeat_a_given_credential(
     def fail(*_args: object, **_kwargs: object) -> None:
         raise PaimonError(f"the store refused key {secret}")
 
-    monkeypatch.setattr(cli, "_open_table", fail)
+    monkeypatch.setattr(cli, "_target", fail)
     assert main(["info", "/wh/db.db/t", "--option", f"s3.secret-key={secret}"]) == 1
     err = capsys.readouterr().err
     assert "the store refused key ***" in err and secret not in err

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -25,12 +25,21 @@ FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "jso
            ".ndjson": "json"}  # fmt: skip
 
 
-def add_write_command(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
+def add_write_command(
+    commands: Any,
+    parents: list[argparse.ArgumentParser],
+    add_table_arguments: Callable[[argparse.ArgumentParser], None],
+) -> None:
     write = commands.add_parser(
         "write", help="write Parquet, CSV or JSON-lines files into a table (one commit)", parents=parents
     )
-    write.add_argument("table_uri", help="the table directory, e.g. /warehouse/db.db/t")
-    write.add_argument("files", nargs="+", help="local files to write")
+    add_table_arguments(write)
+    write.add_argument(
+        "files",
+        nargs="*",
+        help="local files to write (TABLE_DIR FILE..., WAREHOUSE FILE... --table db.t, or "
+        "--warehouse WAREHOUSE --table db.t FILE...)",
+    )
     write.add_argument(
         "--format", choices=sorted(set(FORMATS.values())), default=None, help="default: from the file suffix"
     )

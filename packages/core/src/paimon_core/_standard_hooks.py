@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from paimon_core import options as opts
-from paimon_core.compact import InlineBucketCompaction, InlineCompactor, precommit_compact
+from paimon_core.compact import InlineBucketCompaction, InlineCompactor, compact_table, precommit_compact
 from paimon_core.maintenance import expire_consumers, expire_snapshots, might_expire
 from paimon_core.table import TableHooks, TableStore
 
@@ -31,4 +31,5 @@ STANDARD_HOOKS = TableHooks(
     commit_compactor=InlineCompactor,
     bucket_compaction=InlineBucketCompaction,
     precommit=precommit_compact,
+    compact=compact_table,
 )

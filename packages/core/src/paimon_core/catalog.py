@@ -11,6 +11,7 @@ from typing import Any, cast
 import pyarrow as pa
 
 from paimon_core import options as opts
+from paimon_core._keywords import suggest_keywords
 from paimon_core._standard_hooks import STANDARD_HOOKS
 from paimon_core.errors import (
     CatalogError,
@@ -172,6 +173,7 @@ class Catalog:
     def table_exists(self, identifier: str) -> bool:
         return SchemaManager(self.storage, self.table_path(identifier)).latest_id() is not None
 
+    @suggest_keywords
     def create_table(
         self,
         identifier: str,

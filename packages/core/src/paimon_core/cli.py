@@ -19,6 +19,7 @@ import pyarrow.csv as pa_csv
 
 from paimon_core._cli_write import add_write_command, write_files
 from paimon_core._open_table import open_table
+from paimon_core._version import __version__
 from paimon_core.catalog import check_option_key
 from paimon_core.errors import ConfigError, PaimonError, error_line
 from paimon_core.options import known_option
@@ -102,19 +103,6 @@ def _given_options(args: argparse.Namespace) -> dict[str, str]:
     return {key.strip(): value.strip() for key, sep, value in (p.partition("=") for p in pairs) if sep}
 
 
-def _open_table(uri: str, options: Mapping[str, str]) -> Table:
-    """Open a table with ``--option`` pairs taken as ``Catalog.open`` takes its options: every pair goes to the
-    storage backend (``s3.endpoint``, credentials...), and Paimon's table options are also dynamic options of
-    the table (``scan.tag-name``...).
-
-    Raises:
-        ConfigError: a key that is neither, naming the close matches.
-    """
-    for key in options:
-        check_option_key(key)
-    return open_table(uri, options, **_known_table_options(options))
-
-
 def _known_table_options(options: Mapping[str, str]) -> dict[str, str]:
     """The pairs of ``options`` that are Paimon table options (dynamic options of the table)."""
     return {k: v for k, v in options.items() if known_option(k) is not None or k.startswith("fields.")}
@@ -147,11 +135,26 @@ def _progress(args: argparse.Namespace) -> bool | None:
     return False if args.no_progress else None
 
 
-def _add_job_arguments(command: argparse.ArgumentParser, location_help: str) -> None:
+TABLE_LOCATION_HELP = "the table directory (/data/warehouse/db.db/t), or with --table the warehouse URI"
+
+
+def _add_location_arguments(command: argparse.ArgumentParser, location_help: str) -> None:
     command.add_argument("location", nargs="?", default=None, help=location_help)
     command.add_argument(
         "--warehouse", default=None, help="the warehouse URI, as Paimon's actions take it (or give it first)"
     )
+
+
+def _add_table_arguments(command: argparse.ArgumentParser) -> None:
+    """A table either way every command takes it: its directory, or ``[--warehouse] WH --database D
+    --table T`` (or ``--table D.T``) as Paimon's actions take it."""
+    _add_location_arguments(command, TABLE_LOCATION_HELP)
+    command.add_argument("--database", default=None, help="the table's database (or give --table db.t)")
+    command.add_argument("--table", default=None, help="the table, in --database or as db.t")
+
+
+def _add_job_arguments(command: argparse.ArgumentParser, location_help: str) -> None:
+    _add_location_arguments(command, location_help)
     command.add_argument(
         "--parallelism", type=int, default=None, help="local worker processes (default: CPUs)"
     )
@@ -165,10 +168,7 @@ def _add_compact_commands(commands: Any) -> None:
         help="compact a table (batch: once; streaming: until stopped)",
         parents=[OPTION_PARENT, PROGRESS_PARENT],
     )
-    _add_job_arguments(
-        compact,
-        "the table directory (/data/warehouse/db.db/t), or with --database/--table the warehouse URI",
-    )
+    _add_job_arguments(compact, TABLE_LOCATION_HELP)
     compact.add_argument("--database", default=None, help="the table's database (or give --table db.t)")
     compact.add_argument("--table", default=None, help="the table, in --database or as db.t")
     compact.add_argument(
@@ -224,12 +224,18 @@ def _warehouse(args: argparse.Namespace) -> str:
     return str(warehouse)
 
 
-def _compact_target(args: argparse.Namespace) -> Table:
-    """The table ``compact`` works on: ``[--warehouse] WH --database D --table T`` (or ``--table D.T``), as
-    Paimon's compact action takes it, or the table directory as the other table commands take it."""
+def _target(args: argparse.Namespace, dynamic: Mapping[str, str] | None = None) -> Table:
+    """The table a command works on: its directory (the first argument), or ``[--warehouse] WH --database D
+    --table T`` (or ``--table D.T``) as Paimon's actions take it. ``--option`` pairs are taken as
+    ``Catalog.open`` takes its options: every pair goes to the storage backend (``s3.endpoint``,
+    credentials...), and Paimon's table options are also dynamic options of the table (``scan.tag-name``...).
+
+    Raises:
+        ConfigError: an option key that is neither (naming the close matches), or no table given.
+    """
     from paimon_core.catalog import Catalog
 
-    dynamic = _conf(args.table_conf)
+    dynamic = dict(dynamic or {})
     if args.table is None and args.database is None and args.warehouse is None and args.location is not None:
         options = _conf(args.option)
         for key in [*options, *dynamic]:
@@ -237,7 +243,7 @@ def _compact_target(args: argparse.Namespace) -> Table:
         return open_table(args.location, options, **{**_known_table_options(options), **dynamic})
     if args.table is None:
         raise ConfigError(
-            "which table? give --table (with --database, or as db.t) and the warehouse, or the table directory",
+            "which table? give the table directory, or --table (with --database, or as db.t) and the warehouse",
             "table",
         )
     database, table = args.database, args.table
@@ -252,7 +258,7 @@ def _compact_target(args: argparse.Namespace) -> Table:
 def _run_compact(args: argparse.Namespace) -> None:
     from paimon_core.compact import compact_table
 
-    table = _compact_target(args)
+    table = _target(args, _conf(args.table_conf))
     summary = compact_table(
         table,
         partitions=";".join(args.partition) or None,
@@ -294,7 +300,7 @@ def _add_maintenance_commands(commands: Any) -> None:
     def table_command(name: str, help_text: str, progress: bool = False) -> Any:
         parents = [OPTION_PARENT, PROGRESS_PARENT] if progress else [OPTION_PARENT]
         command = commands.add_parser(name, help=help_text, parents=parents)
-        command.add_argument("table_uri", help="the table directory, e.g. /warehouse/db.db/t")
+        _add_table_arguments(command)
         return command
 
     create = table_command("create-tag", "tag a snapshot (the latest by default)")
@@ -336,7 +342,7 @@ def _run_maintenance(args: argparse.Namespace) -> bool:
     if command not in ("create-tag", "delete-tag", "rollback", "expire-snapshots", "remove-orphan-files",
                        "reset-consumer", "clear-consumers"):  # fmt: skip
         return False
-    table = _open_table(args.table_uri, _conf(args.option))
+    table = _target(args)
     if command == "create-tag":
         tag = maintenance.create_tag(table, args.tag, args.snapshot, args.time_retained)
         print(f"tag {tag.name!r} -> snapshot {tag.snapshot.id}")
@@ -381,9 +387,7 @@ def _add_read_command(commands: Any) -> None:
     read = commands.add_parser(
         "read", help="print rows of a table or a system table (JSON lines or CSV)", parents=[OPTION_PARENT]
     )
-    read.add_argument(
-        "table_uri", help="the table directory; append $snapshots, $files, ... for a system table"
-    )
+    _add_table_arguments(read)
     travel = read.add_mutually_exclusive_group()
     travel.add_argument("--snapshot", type=int, default=None, help="time travel to this snapshot")
     travel.add_argument("--tag", default=None, help="time travel to this tag")
@@ -397,8 +401,12 @@ def _add_read_command(commands: Any) -> None:
 
 def _run_read(args: argparse.Namespace) -> None:
     """Read through the same planner as every other entry point (options, time travel, system tables)."""
-    location, system = split_system_name(args.table_uri)
-    table = _open_table(location, _conf(args.option))
+    system = None
+    if args.location is not None and args.table is None:
+        args.location, system = split_system_name(args.location)
+    elif args.table is not None:
+        args.table, system = split_system_name(args.table)
+    table = _target(args)
     columns = args.columns.split(",") if args.columns else None
     if system:
         if args.snapshot is not None or args.tag is not None or args.timestamp is not None:
@@ -422,7 +430,11 @@ def _run_read(args: argparse.Namespace) -> None:
 
 
 def _run_write(args: argparse.Namespace) -> None:
-    table = _open_table(args.table_uri, _conf(args.option))
+    if args.table is not None and args.warehouse is not None and args.location is not None:
+        args.files, args.location = [args.location, *args.files], None  # the warehouse given: all are files
+    if not args.files:
+        raise ConfigError("no files to write: give them after the table", "files")
+    table = _target(args)
     display = Progress(_progress(args))
     created = write_files(
         table, args.files, file_format=args.format, overwrite=args.overwrite, progress=display
@@ -436,19 +448,18 @@ PROG = "paimon-py"
 def build_parser() -> argparse.ArgumentParser:
     """The command line's parser: ``main`` parses with it, and the docs' CLI reference is generated from it."""
     parser = argparse.ArgumentParser(prog=PROG, description="Inspect and maintain Apache Paimon tables.")
+    parser.add_argument("--version", action="version", version=f"{PROG} (paimon-core {__version__})")
     commands = parser.add_subparsers(dest="command", required=True)
     info = commands.add_parser(
         "info", help="schema, options, snapshots, file count and sizes of a table", parents=[OPTION_PARENT]
     )
-    info.add_argument(
-        "table_uri", help="the table directory, e.g. /warehouse/db.db/t or s3://bucket/wh/db.db/t"
-    )
+    _add_table_arguments(info)
     info.add_argument("--json", action="store_true", help="print JSON instead of text")
     info.add_argument("--snapshots", type=int, default=20, help="how many recent snapshots to list")
     _add_read_command(commands)
     _add_compact_commands(commands)
     _add_maintenance_commands(commands)
-    add_write_command(commands, [OPTION_PARENT, PROGRESS_PARENT])
+    add_write_command(commands, [OPTION_PARENT, PROGRESS_PARENT], _add_table_arguments)
     return parser
 
 
@@ -472,7 +483,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "compact-database":
             _run_compact_database(args)
         elif args.command == "info":
-            details = table_info(_open_table(args.table_uri, _conf(args.option)), args.snapshots)
+            details = table_info(_target(args), args.snapshots)
             if args.json:
                 print(json.dumps(details, indent=2))
             else:
@@ -482,6 +493,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         redact_given = Redactor.of(_given_options(args))
         print(f"{PROG}: error: {redact_given(error_line(exc))}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return _SIGINT_EXIT
     except BrokenPipeError:
         # The reader went away (``paimon-py read ... | head``): stop quietly, and keep Python's final flush of
         # stdout from failing again at exit.
@@ -491,6 +505,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 _SIGPIPE_EXIT = 128 + 13  # what a shell reports for a command killed by SIGPIPE
+_SIGINT_EXIT = 128 + 2  # ... and by Ctrl-C
 
 
 def _command_names(parser: argparse.ArgumentParser) -> list[str]:

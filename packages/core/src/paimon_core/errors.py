@@ -98,12 +98,17 @@ class TableNotFoundError(CatalogError, LookupError):
     what is missing (then the candidates are databases)."""
 
     def __init__(
-        self, identifier: str, candidates: Sequence[str] = (), missing_database: str | None = None
+        self,
+        identifier: str,
+        candidates: Sequence[str] = (),
+        missing_database: str | None = None,
+        *,
+        hint: str = "",
     ) -> None:
         if missing_database is None:
-            hint = _did_you_mean(identifier, candidates)
+            hint = _did_you_mean(identifier, candidates) + hint
         else:
-            hint = f": no database {missing_database!r}{_did_you_mean(missing_database, candidates)}"
+            hint = f": no database {missing_database!r}{_did_you_mean(missing_database, candidates)}{hint}"
         super().__init__(f"table {identifier!r} does not exist{hint}")
         self.identifier = identifier
 
@@ -247,10 +252,15 @@ class StorageBackendNotFound(StorageError):
     """No backend is registered for a URI scheme."""
 
     def __init__(self, scheme: str, known: Sequence[str]) -> None:
-        super().__init__(
-            f"no storage backend for scheme {scheme!r}; registered schemes: {', '.join(sorted(known)) or 'none'}"
-        )
+        message = f"no storage backend for scheme {scheme!r}; registered schemes: {', '.join(sorted(known)) or 'none'}"
+        if scheme in PAIMON_STORAGE_SCHEMES:
+            message += f" ({scheme}:// paths need the paimon-storage package: pip install paimon-storage)"
+        super().__init__(message)
         self.scheme = scheme
+
+
+#: The URI schemes the paimon-storage package's backends serve (S3, GCS, Azure).
+PAIMON_STORAGE_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az"})
 
 
 class StorageBackendUnavailable(StorageError):

@@ -87,6 +87,7 @@ class CompactSummary:
     replans: int = 0
     rounds: int = 0
     seconds: float = 0.0
+    threshold: str = ""  # when a bucket or partition is compacted (the option deciding it), for the summary
 
     def merge(self, other: CompactSummary) -> None:
         """Add another job's counts (compact_database sums its tables)."""
@@ -99,6 +100,12 @@ class CompactSummary:
         self.seconds = max(self.seconds, other.seconds)
 
     def __str__(self) -> str:
+        if self.tasks == 0 and not self.snapshots:
+            why = f": {self.threshold}" if self.threshold else ""
+            return (
+                f"{self.table}: nothing to compact among {self.files_before} files "
+                f"({human_size(self.bytes_before)}){why}; {self.seconds:.1f} s"
+            )
         return (
             f"{self.table}: {self.files_before} files ({human_size(self.bytes_before)}) -> "
             f"{self.files_after} files ({human_size(self.bytes_after)}); {self.tasks} tasks rewrote "
@@ -106,6 +113,20 @@ class CompactSummary:
             f"({human_size(self.written_bytes)}); {len(self.snapshots)} COMPACT snapshots, "
             f"{self.replans} re-plans, {self.seconds:.1f} s"
         )
+
+
+def _threshold(table: TableStore) -> str:
+    """When the job compacts a bucket, or a partition of a bucket = -1 append table, as its options say."""
+    options = table.options
+    if table.schema.primary_keys:
+        runs = options.get_option(opts.NUM_SORTED_RUN_COMPACTION_TRIGGER)
+        return f"a bucket is compacted once it has {runs} sorted runs ({opts.NUM_SORTED_RUN_COMPACTION_TRIGGER.key})"
+    files = options.get_option(opts.COMPACTION_MIN_FILE_NUM)
+    where = "a partition" if table.bucket == -1 else "a bucket"
+    return (
+        f"{where} is compacted once it has {files} files smaller than the target size "
+        f"({opts.COMPACTION_MIN_FILE_NUM.key}, target-file-size)"
+    )
 
 
 @dataclass
@@ -166,7 +187,7 @@ class CompactJob:
             else None
         )
         self._last_planned_snapshot: int | None = None
-        self.summary = CompactSummary(table.identifier)
+        self.summary = CompactSummary(table.identifier, threshold=_threshold(table))
 
     # --- planning ------------------------------------------------------------------------------------
 

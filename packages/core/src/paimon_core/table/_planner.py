@@ -12,6 +12,7 @@ time-travel options, so an explicit argument always wins. See ``docs/reads.md``.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -189,11 +190,29 @@ def resolve_batch_scan(table: TableStore, options: opts.Options | None = None) -
         millis = timestamp_millis(options, mode)
         snapshot = sm.snapshot_at_or_before_time(millis)
         if snapshot is None:
-            raise SnapshotNotFoundError(None, f"no snapshot of {table.identifier} is as old as {millis} ms")
+            raise SnapshotNotFoundError(None, _none_as_old(table, millis))
         return BatchScanStart(snapshot, creation)
     if mode == "incremental":
         return _incremental_start(table, options, creation)
     raise ConfigError(f"scan.mode={mode} is not supported for batch reads of append tables", "scan.mode")
+
+
+def _none_as_old(table: TableStore, millis: int) -> str:
+    """Why a time travel to ``millis`` finds nothing, in local time as users give it."""
+    earliest = table.snapshot_manager.earliest()
+    when = _local_time(millis)
+    if earliest is None:
+        return f"no snapshot of {table.identifier} is as old as {when}: the table has no snapshot"
+    return (
+        f"no snapshot of {table.identifier} is as old as {when}: its earliest snapshot, "
+        f"{earliest.id}, was committed at {_local_time(earliest.time_millis)}"
+    )
+
+
+def _local_time(millis: int) -> str:
+    """Epoch milliseconds as 'yyyy-MM-dd HH:mm:ss.SSS' local time, with the millis in brackets."""
+    text = dt.datetime.fromtimestamp(millis / 1000).isoformat(sep=" ", timespec="milliseconds")
+    return f"{text} ({millis} epoch ms)"
 
 
 def _incremental_start(table: TableStore, options: opts.Options, creation: int | None) -> BatchScanStart:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import pyarrow as pa
 
+from paimon_core._keywords import suggest_keywords
 from paimon_core._optional import import_optional
 from paimon_core.predicate import FilterLike
 from paimon_core.table._time_travel import NOW, Instant, TimeTravel
@@ -63,6 +64,7 @@ class Readable(ABC):
 
     # --- the readers ---------------------------------------------------------------------------------------
 
+    @suggest_keywords
     def to_arrow(
         self,
         columns: Sequence[str] | None = None,
@@ -92,6 +94,7 @@ class Readable(ABC):
         travel = self._travel("to_arrow", snapshot_id, tag, timestamp)
         return self._read_table(columns, filter, travel)
 
+    @suggest_keywords
     def to_batches(
         self,
         columns: Sequence[str] | None = None,
@@ -105,6 +108,7 @@ class Readable(ABC):
         travel = self._travel("to_batches", snapshot_id, tag, timestamp)
         return self._read_batches(columns, filter, travel)
 
+    @suggest_keywords
     def to_pandas(
         self,
         columns: Sequence[str] | None = None,
@@ -124,6 +128,7 @@ class Readable(ABC):
         frame: pd.DataFrame = self._read_table(columns, filter, travel).to_pandas()
         return frame
 
+    @suggest_keywords
     def to_polars(
         self,
         columns: Sequence[str] | None = None,
@@ -143,6 +148,7 @@ class Readable(ABC):
         frame: pl.DataFrame = polars.DataFrame(self._read_table(columns, filter, travel))
         return frame
 
+    @suggest_keywords
     def to_duckdb(
         self,
         columns: Sequence[str] | None = None,

@@ -85,12 +85,15 @@ class TableHooks:
         bucket_compaction: builds the per-bucket compaction of a writer (bucketed tables).
         precommit: rewrites the messages of all the writers of one commit before they are committed
             (``precommit-compact``); the commit pipeline calls it, writers never do.
+        compact: the dedicated compaction job :meth:`Table.compact <paimon_core.table.Table.compact>` runs
+            (:func:`paimon_core.compact.compact_table`), with the keyword arguments it was given.
     """
 
     after_commit: Callable[[TableStore, Sequence[int]], None] | None = None
     commit_compactor: Callable[[TableStore], CommitCompactor] | None = None
     bucket_compaction: Callable[[TableStore], BucketCompaction] | None = None
     precommit: Callable[[TableStore, list[CommitMessage]], list[CommitMessage]] | None = None
+    compact: Callable[..., Any] | None = None
 
 
 _default = TableHooks()

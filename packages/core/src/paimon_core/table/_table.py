@@ -7,10 +7,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from paimon_core._keywords import suggest_keywords
 from paimon_core.errors import ConfigError, TableNotFoundError
 from paimon_core.predicate import FilterLike, parse_filter
 from paimon_core.schema import SchemaManager
-from paimon_core.storage import get_backend
+from paimon_core.storage import StorageBackend, get_backend, join_path
 from paimon_core.table._data_split import DataSplit
 from paimon_core.table._follow import TableStream
 from paimon_core.table._pipeline import CommitPipeline, new_write
@@ -56,7 +57,7 @@ class Table(TableStore, Readable):
         storage = get_backend(uri, storage_options)
         schema = SchemaManager(storage, uri.rstrip("/")).latest()
         if schema is None:
-            raise TableNotFoundError(uri)
+            raise TableNotFoundError(uri, hint=_not_a_table(storage, uri.rstrip("/")))
         return cls(uri, storage, schema, dynamic_options=dynamic_options, hooks=hooks)
 
     # --- writing -----------------------------------------------------------------------------------------
@@ -130,8 +131,29 @@ class Table(TableStore, Readable):
 
         return self.pipeline.write_and_commit(delete, lambda commit, messages: commit.commit(messages))
 
+    # --- compaction --------------------------------------------------------------------------------------
+
+    def compact(self, **arguments: Any) -> Any:
+        """Run the dedicated compaction job on this table, as :func:`paimon_core.compact.compact_table` (its
+        keyword arguments: ``partitions``, ``mode``, ``order_strategy``, ``order_by``, ``parallelism``...).
+
+        Returns:
+            The job's :class:`~paimon_core.compact.CompactSummary`.
+
+        Raises:
+            ConfigError: the table was opened without hooks (a bare ``Table(...)``): call ``compact_table``.
+        """
+        job = self.hooks.compact
+        if job is None:
+            raise ConfigError(
+                f"{self.identifier} was opened without the standard hooks (a bare Table): run "
+                "paimon_core.compact.compact_table(table) instead"
+            )
+        return job(self, **arguments)
+
     # --- reading -----------------------------------------------------------------------------------------
 
+    @suggest_keywords
     def scan(
         self,
         filter: FilterLike = None,
@@ -145,6 +167,7 @@ class Table(TableStore, Readable):
         predicate, _ = parse_filter(filter)
         return TableScan(self, predicate, travel=TimeTravel(snapshot_id, tag, timestamp))
 
+    @suggest_keywords
     def new_read(self, columns: Sequence[str] | None = None, filter: FilterLike = None) -> TableRead:
         predicate, expression = parse_filter(filter, self.arrow_schema)
         return self._reader(columns, predicate if predicate is not None else expression)
@@ -174,6 +197,7 @@ class Table(TableStore, Readable):
         read, splits = self._plan(columns, filter, travel)
         return read.to_reader(splits)
 
+    @suggest_keywords
     def stream(
         self,
         columns: Sequence[str] | None = None,
@@ -223,3 +247,22 @@ def open_table(uri: str, storage_options: Mapping[str, str] | None = None, **dyn
         TableNotFoundError: no table (no schema) is there.
     """
     return Table.open(uri, storage_options, dynamic_options=dynamic_options)
+
+
+def _not_a_table(storage: StorageBackend, path: str) -> str:
+    """What a path that holds no table holds instead, when it is a warehouse or a database directory."""
+    try:
+        entries = [e for e in storage.list_dir(path) if e.is_dir]
+    except OSError:
+        return ""
+    form = "a table directory is <warehouse>/<database>.db/<table>"
+    if path.endswith(".db"):
+        tables = [e.name for e in entries if SchemaManager(storage, e.path).latest_id() is not None]
+        if tables:
+            return f": it is a database directory; {form}, e.g. {join_path(path, tables[0])}"
+    databases = [e for e in entries if e.name.endswith(".db")]
+    if databases:
+        return (
+            f": it looks like a warehouse (databases {', '.join(e.name[:-3] for e in databases[:5])}); {form}"
+        )
+    return ""
