@@ -34,7 +34,7 @@ def query_pipeline(table: Table, commit_user: str) -> CommitPipeline:
     """The commit pipeline of a streaming query's micro-batches into ``table``, kept between them.
 
     Spark runs every commit of a query in one long-lived Python process but hands it a new writer object
-    each time (docs/spark.md); the pipeline's after-commit coordinator plans from the snapshots since the
+    each time (docs/architecture.md); the pipeline's after-commit coordinator plans from the snapshots since the
     last batch only while it lives on. A new schema (an ALTER between batches) starts a new pipeline.
     """
     key = (table.path, commit_user, table.schema.id)
