@@ -120,3 +120,42 @@ def test_a_sparse_copy_reads_every_projection_of_nested_columns(
     assert remote.to_arrow(columns=["point"]).num_rows == 3000  # the nested column alone
     selective = remote.to_arrow(filter=[("id", ">=", 2990)], columns=["point", "id"]).sort_by("id")
     assert selective.equals(rows.select(["point", "id"]).slice(2990))
+
+
+# --- the format by the file's suffix ---------------------------------------------------------------------------
+
+
+def test_an_orc_data_file_reads_alike_from_a_path_bytes_or_a_remote_file(tmp_path: Path) -> None:
+    import io
+
+    import pyarrow.orc as orc
+
+    from paimon_core.table._data_file import OrcDataFile, open_data_file
+
+    data = pa.table({"id": list(range(5000)), "v": [f"v{i}" for i in range(5000)]}, schema=SCHEMA)
+    path = tmp_path / "data-1-0.orc"
+    orc.write_table(data, str(path), stripe_size=16 * 1024)
+    raw = path.read_bytes()
+    for source in (str(path), raw, io.BytesIO(raw)):
+        opened = open_data_file(path.name, source)
+        assert isinstance(opened, OrcDataFile) and not opened.prunable
+        assert opened.read(["id", "v"]).to_pydict() == data.to_pydict()
+        batches = list(opened.iter_batches(batch_size=700, columns=["v"]))
+        assert max(b.num_rows for b in batches) <= 700
+        assert pa.Table.from_batches(batches).column("v").equals(data.column("v"))
+        opened.close()
+    assert orc.ORCFile(str(path)).nstripes > 1  # the batches above crossed stripes
+
+
+def test_a_data_file_in_a_format_not_read_here_is_refused_naming_it() -> None:
+    import io
+
+    from paimon_core.errors import DataFileError
+    from paimon_core.table._data_file import open_data_file
+
+    remote = io.BytesIO(b"Obj\x01")
+    with pytest.raises(
+        DataFileError, match=r"data-1-0\.avro is in the 'avro' format, which paimon-core does not read yet"
+    ):
+        open_data_file("data-1-0.avro", remote)
+    assert remote.closed

@@ -1,4 +1,5 @@
-"""Opening a Parquet data file: Arrow reads a local path itself, and any other bytes from memory it owns.
+"""Opening a data file (Parquet or ORC, by its name's suffix): Arrow reads a local path itself, and any other
+bytes from memory it owns.
 
 Arrow is never handed a Python file object: over one, Arrow's pool threads release Python buffers, and a
 thread that does so while the interpreter finalizes is ended by CPython inside Arrow's C++ frames, which
@@ -6,7 +7,11 @@ aborts the process after the program's work is done ("terminate called without a
 from ``paimon-py read`` on S3). A file on another store is read into an Arrow buffer of the file's size,
 sparsely: its footer when opened, then only the column chunks of the row groups and columns each read asks
 for, each fetched once, on the calling thread. Unfetched parts are never read by Arrow's Parquet reader,
-which reads a column chunk by the offsets and sizes the footer gives (``_chunk_range``).
+which reads a column chunk by the offsets and sizes the footer gives (``_chunk_range``). An ORC file on
+another store is read whole (Arrow's ORC reader has no ranged reads to follow).
+
+Both kinds offer one interface: ``read``, ``iter_batches`` and, where ``prunable`` (Parquet: row-group
+statistics in the footer), ``read_row_groups`` and ``metadata``.
 """
 
 from __future__ import annotations
@@ -15,7 +20,10 @@ from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
 import pyarrow as pa
+import pyarrow.orc as orc
 import pyarrow.parquet as pq
+
+from paimon_core.errors import DataFileError
 
 _TAIL_BYTES = 64 * 1024
 """Read with the footer's length at once: most footers fit."""
@@ -29,6 +37,27 @@ def _arrow_owned(data: bytes) -> pa.Buffer:
     buffer = pa.allocate_buffer(len(data))
     memoryview(buffer).cast("B")[:] = data
     return buffer
+
+
+def open_data_file(name: str, source: str | bytes | BinaryIO, buffer_size: int = 0) -> DataFile:
+    """The data file ``name`` (its format told by its suffix, as Paimon names files) open over ``source``.
+
+    Raises:
+        DataFileError: a format this project does not read (Avro), naming it; ``source`` is closed.
+    """
+    suffix = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    suffix = suffix.removeprefix("cc-")  # a compacted changelog file: cc-<format>
+    if suffix == "orc":
+        return OrcDataFile(source)
+    if suffix in ("parquet", ""):
+        return ParquetDataFile(source, buffer_size=buffer_size)
+    if not isinstance(source, str | bytes):
+        source.close()
+    raise DataFileError(
+        f"data file {name} is in the {suffix!r} format, which paimon-core does not read yet (it reads "
+        "Parquet and ORC data files)",
+        name,
+    )
 
 
 class ParquetDataFile:
@@ -64,6 +93,8 @@ class ParquetDataFile:
         except BaseException:
             source.close()
             raise
+
+    prunable = True  # row groups with statistics in the footer
 
     def close(self) -> None:
         self.file.close()
@@ -128,6 +159,49 @@ class ParquetDataFile:
             self._fetch(start, end)
 
 
+class OrcDataFile:
+    """An open ORC file (Paimon's default format before 0.9): a local path, whole bytes, or a remote file
+    read whole into Arrow-owned memory. Batches are read stripe by stripe; no statistics prune stripes.
+
+    Raises:
+        pyarrow.ArrowException: the bytes are not ORC (the reader names the file).
+    """
+
+    prunable = False
+
+    def __init__(self, source: str | bytes | BinaryIO) -> None:
+        if isinstance(source, str):
+            self.file = orc.ORCFile(source)
+            return
+        if isinstance(source, bytes):
+            self.file = orc.ORCFile(pa.BufferReader(_arrow_owned(source)))
+            return
+        try:
+            self.file = orc.ORCFile(pa.BufferReader(_arrow_owned(source.read())))
+        finally:
+            source.close()
+
+    def close(self) -> None:
+        pass  # the reader owns nothing to release: a path it opens per read, bytes it holds
+
+    @property
+    def schema_arrow(self) -> pa.Schema:
+        return self.file.schema
+
+    def read(self, columns: Sequence[str]) -> pa.Table:
+        return self.file.read(columns=list(columns))
+
+    def iter_batches(
+        self, batch_size: int, columns: Sequence[str], row_groups: Sequence[int] | None = None
+    ) -> Iterator[pa.RecordBatch]:
+        if row_groups is not None:
+            raise ValueError("ORC files have no row groups to select (prunable is False)")
+        for stripe in range(self.file.nstripes):
+            batch = self.file.read_stripe(stripe, columns=list(columns))
+            for offset in range(0, batch.num_rows, batch_size):
+                yield batch.slice(offset, batch_size)
+
+
 def _chunk_range(column: pq.ColumnChunkMetaData, file_size: int) -> tuple[int, int]:
     """The bytes Arrow reads for a column chunk: from its dictionary page (if any) or first data page, its
     compressed size, plus the padding Arrow adds for files of old parquet-mr writers."""
@@ -159,3 +233,7 @@ def _leaf_count(type_: pa.DataType) -> int:
     if pa.types.is_list(type_) or pa.types.is_large_list(type_) or pa.types.is_fixed_size_list(type_):
         return _leaf_count(type_.value_type)
     return 1
+
+
+DataFile = ParquetDataFile | OrcDataFile
+"""An open data file of either format."""

@@ -25,7 +25,7 @@ from paimon_core.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexFile
 from paimon_core.predicate import Predicate
 from paimon_core.storage import LocalBackend, join_path, local_path, unwrap
 from paimon_core.table._compacted_changelog import read_changelog_slice
-from paimon_core.table._data_file import ParquetDataFile
+from paimon_core.table._data_file import DataFile, ParquetDataFile, open_data_file
 from paimon_core.table._data_split import DataSplit
 from paimon_core.table._entries import explain_missing, is_changelog_file
 from paimon_core.table._pushdown import RowGroupFilter, compile_mask, rows_of_groups
@@ -93,13 +93,14 @@ class TableRead:
         return [(names[f.name], self._read_schema.field(f.name)) for f in self._read_fields]
 
     @contextmanager
-    def _open(self, split: DataSplit, path: str, buffer_size: int = 0) -> Iterator[ParquetDataFile]:
+    def _open(self, split: DataSplit, path: str, buffer_size: int = 0) -> Iterator[DataFile]:
         """Open a data file; every failure, opening or reading, names the file. ``buffer_size`` > 0 streams
         column chunks through buffers of that size instead of reading whole row groups' chunks.
 
         Raises:
             SnapshotExpiredError: the file is gone because the split's snapshot expired meanwhile.
-            DataFileError: the file is missing from a live snapshot, truncated, or not Parquet.
+            DataFileError: the file is missing from a live snapshot, truncated, not in its format (told by
+                its suffix), or in a format not read here.
         """
         storage = self.table.storage
         try:
@@ -108,7 +109,7 @@ class TableRead:
             if source is None:
                 local = isinstance(unwrap(storage), LocalBackend)
                 source = local_path(path) if local else storage.open_input(path)
-            parquet = ParquetDataFile(source, buffer_size=buffer_size)
+            parquet = open_data_file(path, source, buffer_size=buffer_size)
             try:
                 yield parquet
             finally:
@@ -146,10 +147,11 @@ class TableRead:
         return table
 
     def selected_row_groups(
-        self, parquet: ParquetDataFile, file: DataFileMeta, prune: RowGroupFilter | None
+        self, parquet: DataFile, file: DataFileMeta, prune: RowGroupFilter | None
     ) -> list[int] | None:
-        """The row groups of ``file`` that ``prune`` cannot rule out; None for all of them."""
-        if prune is None:
+        """The row groups of ``file`` that ``prune`` cannot rule out; None for all of them (and for a format
+        without row-group statistics)."""
+        if prune is None or not isinstance(parquet, ParquetDataFile):
             return None
         return prune.row_groups(parquet.metadata, parquet.schema_arrow, self._file_names(file))
 
@@ -173,7 +175,7 @@ class TableRead:
         self,
         split: DataSplit,
         file: DataFileMeta,
-        parquet: ParquetDataFile,
+        parquet: DataFile,
         plan: list[tuple[str | None, pa.Field]],
         present: list[str],
     ) -> Iterator[pa.RecordBatch]:
@@ -184,6 +186,7 @@ class TableRead:
             return
         kept = self.deletion_vectors.kept_mask(split, file)
         if kept is not None and groups is not None:
+            assert isinstance(parquet, ParquetDataFile)  # only Parquet has row groups to select
             kept = kept[rows_of_groups(parquet.metadata, groups)]  # positions stay the file's
         offset = 0
         for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, row_groups=groups, columns=present):

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from paimon_core import options as opts
 from paimon_core.binary_row import EMPTY_ROW, serialize_row
 from paimon_core.bucket import assign_buckets
-from paimon_core.errors import DataFileError, PaimonError, StorageError
+from paimon_core.errors import ConfigError, DataFileError, PaimonError, StorageError
 from paimon_core.manifest import DataFileMeta, SimpleStats, local_wall_clock_millis
 from paimon_core.partition import partition_path
 from paimon_core.redaction import get_logger
@@ -72,6 +72,22 @@ class _OpenFile:
     rows: int = 0
 
 
+def check_writable_format(table: TableStore) -> None:
+    """Data files are written in Parquet only; a table of another ``file.format`` (ORC, read here; Avro) is
+    refused rather than given files of a format it does not declare.
+
+    Raises:
+        ConfigError: the table's ``file.format`` is not Parquet.
+    """
+    stored = str(table.options.get(opts.FILE_FORMAT.key, opts.FILE_FORMAT.default)).lower()
+    if stored != "parquet":
+        raise ConfigError(
+            f"{table.identifier} stores its data files as {stored} (file.format = {stored}): paimon-core writes "
+            "Parquet data files only (it reads Parquet and ORC tables), so it does not write or compact this table",
+            opts.FILE_FORMAT.key,
+        )
+
+
 @dataclass(eq=False)  # a writer is itself, not its fields: hashed and compared by identity
 class DataFileWriter:
     """Rolling Parquet writer for one (partition, bucket); rows are buffered into row groups.
@@ -114,6 +130,7 @@ class DataFileWriter:
     _held: int = 0
 
     def __post_init__(self) -> None:
+        check_writable_format(self.table)
         block_size = self.table.options.parquet_block_size()
         self.row_group_bytes = min(self.row_group_bytes or block_size, block_size)
         if self.dictionary is None:

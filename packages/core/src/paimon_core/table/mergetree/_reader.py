@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from paimon_core import options as opts
 from paimon_core.manifest import DataFileMeta
 from paimon_core.predicate import Predicate
+from paimon_core.table._data_file import ParquetDataFile
 from paimon_core.table._data_split import DataSplit
 from paimon_core.table._pushdown import RowGroupFilter, rows_of_groups
 from paimon_core.table._read import ROW_KIND_FIELD, TableRead, with_inserts
@@ -138,6 +139,7 @@ class KeyValueTableRead(TableRead):
             if groups is None:
                 data = parquet.read(wanted)
                 return self._conform_records(self.deletion_vectors.apply(split, file, data), present)
+            assert isinstance(parquet, ParquetDataFile)  # only Parquet has row groups to select
             data = parquet.read_row_groups(groups, wanted)
             positions = rows_of_groups(parquet.metadata, groups)
         return self._conform_records(self.deletion_vectors.apply(split, file, data, positions), present)

@@ -1,0 +1,74 @@
+"""ORC tables written by Java Apache Paimon 0.9 (Paimon's default file format before 0.9), read here
+(marker ``java_interop``): append and primary-key tables, with filters, compared with Java's own reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from paimon_core import Catalog
+from paimon_core.errors import ConfigError
+
+pytestmark = pytest.mark.java_interop
+
+COLUMNS = [("id", "BIGINT NOT NULL"), ("name", "STRING"), ("score", "DOUBLE"), ("ok", "BOOLEAN")]
+
+
+def _rows(start: int, count: int, version: int = 0) -> list[tuple[Any, ...]]:
+    return [
+        (i, None if i % 7 == 0 else f"n{i}-{version}", i / 4 + version, i % 2 == 0)
+        for i in range(start, start + count)
+    ]
+
+
+def _ours(catalog: Catalog, name: str, **read: Any) -> list[tuple[Any, ...]]:
+    rows = catalog.get_table(name).to_arrow(**read).to_pylist()
+    return sorted((tuple(row.values()) for row in rows), key=lambda row: row[0])
+
+
+def test_an_orc_append_table_written_by_java_reads_as_java_reads_it(ours: Catalog, java: Any) -> None:
+    java.create_table("logs", COLUMNS, options={"file.format": "orc", "bucket": "-1"})
+    java.write("logs", _rows(0, 500))
+    java.write("logs", _rows(500, 300))
+    table = ours.get_table("db.logs")
+    assert {e.file.file_name.rsplit(".", 1)[-1] for e in table.live_entries()} == {"orc"}
+    assert _ours(ours, "db.logs") == java.read("logs") == sorted(_rows(0, 800))
+    where = ("score", ">=", 100.0)
+    expected = java.read("logs", where)
+    assert _ours(ours, "db.logs", filter=[where]) == expected and len(expected) == 400
+    batches = list(table.to_batches(columns=["id"]))
+    assert sum(b.num_rows for b in batches) == 800
+
+
+@pytest.mark.parametrize("bucket", ["2", "-1"], ids=["fixed-bucket", "dynamic-bucket"])
+def test_an_orc_primary_key_table_written_by_java_merges_as_java_merges_it(
+    ours: Catalog, java: Any, bucket: str
+) -> None:
+    java.create_table(
+        "kv",
+        COLUMNS,
+        primary_keys=["id"],
+        options={"file.format": "orc", "bucket": bucket, "num-sorted-run.compaction-trigger": "10"},
+    )
+    java.write("kv", _rows(0, 400, 0))
+    java.write("kv", _rows(200, 400, 1))
+    java.write("kv", [_rows(10, 1)[0], _rows(450, 1)[0]], kinds="-D")
+    expected = java.read("kv")
+    assert len(expected) == 598
+    assert _ours(ours, "db.kv") == expected
+    assert _ours(ours, "db.kv", filter=[("id", ">=", 300)]) == [r for r in expected if r[0] >= 300]
+    java.full_compact("kv")
+    assert _ours(ours, "db.kv") == java.read("kv") == expected
+
+
+def test_writing_into_an_orc_table_is_refused_naming_the_format(ours: Catalog, java: Any) -> None:
+    import pyarrow as pa
+
+    java.create_table("logs", COLUMNS, options={"file.format": "orc", "bucket": "-1"})
+    table = ours.get_table("db.logs")
+    with pytest.raises(ConfigError, match="file.format.*orc"):
+        table.append(
+            pa.table({"id": [1], "name": ["a"], "score": [1.0], "ok": [True]}, schema=table.arrow_schema)
+        )
+    assert java.read("logs") == []
