@@ -50,6 +50,7 @@ from paimon_core.table import (
     TableCommit,
     live_entries,
     needs_full_compaction,
+    refuse_postpone_writes,
 )
 
 if TYPE_CHECKING:
@@ -163,6 +164,7 @@ class CompactJob:
         progress: Progress | None = None,
         commit_user: str | None = None,
     ) -> None:
+        refuse_postpone_writes(table, "cannot compact")
         self.table = table
         self.streaming = streaming
         self.partition_filter = PartitionFilter.of(table, partitions)

@@ -24,7 +24,14 @@ from paimon_core.table._messages import CommitMessage
 from paimon_core.table._pipeline import CommitPipeline
 from paimon_core.table._read import TableRead
 from paimon_core.table._scan import TableScan
-from paimon_core.table._store import TableHooks, TableStore, default_hooks, set_default_hooks
+from paimon_core.table._store import (
+    POSTPONE_BUCKET,
+    TableHooks,
+    TableStore,
+    default_hooks,
+    refuse_postpone_writes,
+    set_default_hooks,
+)
 from paimon_core.table._stream import (
     BatchScanStart,
     StreamPosition,
@@ -49,6 +56,7 @@ from paimon_core.table.mergetree import (
 
 __all__ = [
     "DATA_VIEWS",
+    "POSTPONE_BUCKET",
     "SYSTEM_TABLES",
     "AuditLogTable",
     "BatchScanStart",
@@ -91,6 +99,7 @@ __all__ = [
     "plan_batch",
     "read_entries",
     "real_changelog_path",
+    "refuse_postpone_writes",
     "resolve_batch_scan",
     "set_default_hooks",
     "split_system_name",

@@ -17,6 +17,7 @@ from paimon_core.table._data_split import DataSplit
 from paimon_core.table._entries import explain_missing, live_entries, manifest_metas, read_entries
 from paimon_core.table._planner import BatchScanStart, created_since, resolve_batch_scan, scan_options
 from paimon_core.table._read import TableRead
+from paimon_core.table._store import POSTPONE_BUCKET
 from paimon_core.table._time_travel import NOW, TimeTravel
 from paimon_core.table.mergetree._incremental import java_split_files
 from paimon_core.table.mergetree._layout import KeyValueLayout
@@ -293,6 +294,8 @@ def make_splits(
     open_cost = table.options.get_option(opts.SOURCE_SPLIT_OPEN_FILE_COST)
     groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
     for entry in entries:
+        if entry.bucket == POSTPONE_BUCKET:
+            continue  # not visible until a compaction moves it into a real bucket, as in Java
         groups.setdefault((entry.partition, entry.bucket), []).append(entry.file)
     splits = []
     for (partition, bucket), files in groups.items():

@@ -98,6 +98,25 @@ class TableHooks:
 
 _default = TableHooks()
 
+POSTPONE_BUCKET = -2
+"""The bucket of a postpone-bucket table's (``bucket = -2``) new files, in ``bucket-postpone/``: invisible to
+reads until a compaction moves them into real buckets (Java Paimon 1.1+)."""
+
+
+def refuse_postpone_writes(table: TableStore, what: str) -> None:
+    """Writing and compacting postpone-bucket tables is not implemented: refuse it, naming the feature.
+
+    Raises:
+        ConfigError: the table has ``bucket = -2``.
+    """
+    if table.bucket == POSTPONE_BUCKET:
+        raise ConfigError(
+            f"{what} {table.identifier}: it is a postpone-bucket table (bucket = -2), which paimon-core reads "
+            "(what compaction moved into real buckets; files still in bucket-postpone are not visible, as in "
+            "Java) but does not write or compact yet",
+            opts.BUCKET.key,
+        )
+
 
 def default_hooks() -> TableHooks:
     """The hooks of a table built without any: none, unless :func:`set_default_hooks` chose some.
@@ -252,7 +271,9 @@ class TableStore:
                 self.options.get_option(opts.PARTITION_LEGACY_NAME),
             )
             base = join_path(self.path, relative) if relative else self.path
-            directory = join_path(base, f"bucket-{bucket}")
+            directory = join_path(
+                base, "bucket-postpone" if bucket == POSTPONE_BUCKET else f"bucket-{bucket}"
+            )
             self._bucket_dirs[key] = directory
         return directory
 

@@ -27,6 +27,7 @@ from paimon_core.table._data_split import DataSplit
 from paimon_core.table._entries import live_entries
 from paimon_core.table._messages import CommitMessage, RestoredFrom
 from paimon_core.table._split import pieces
+from paimon_core.table._store import refuse_postpone_writes
 from paimon_core.table._write import DataFileWriter, TableWrite
 from paimon_core.table.mergetree._changelog import (
     Compacted,
@@ -506,6 +507,7 @@ class KeyValueTableWrite(TableWrite):
     """
 
     def __init__(self, table: TableStore, *, overwrite: bool = False, full_compaction: bool = False) -> None:
+        refuse_postpone_writes(table, "cannot write")
         super().__init__(table)
         self._overwrite = overwrite
         self._trees: dict[tuple[bytes, int], MergeTreeWriter] = {}
