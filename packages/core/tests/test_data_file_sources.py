@@ -153,9 +153,33 @@ def test_a_data_file_in_a_format_not_read_here_is_refused_naming_it() -> None:
     from paimon_core.errors import DataFileError
     from paimon_core.table._data_file import open_data_file
 
-    remote = io.BytesIO(b"Obj\x01")
+    remote = io.BytesIO(b"LANC")
     with pytest.raises(
-        DataFileError, match=r"data-1-0\.avro is in the 'avro' format, which paimon-core does not read yet"
+        DataFileError, match=r"data-1-0\.lance is in the 'lance' format, which paimon-core does not read"
     ):
-        open_data_file("data-1-0.avro", remote)
+        open_data_file("data-1-0.lance", remote)
     assert remote.closed
+
+
+def test_an_avro_data_file_reads_its_columns_and_refuses_bytes_that_are_not_avro(tmp_path: Path) -> None:
+    import io
+
+    import fastavro
+
+    from paimon_core.table._data_file import AvroDataFile, open_data_file
+
+    schema = {"type": "record", "name": "record", "fields": [
+        {"name": "id", "type": "long"}, {"name": "v", "type": ["null", "string"]}]}  # fmt: skip
+    records = [{"id": i, "v": None if i % 3 == 0 else f"v{i}"} for i in range(1000)]
+    buffer = io.BytesIO()
+    fastavro.writer(buffer, schema, records, sync_interval=2000)
+    raw = buffer.getvalue()
+    path = tmp_path / "data-1-0.avro"
+    path.write_bytes(raw)
+    for source in (str(path), raw, io.BytesIO(raw)):
+        opened = open_data_file(path.name, source)
+        assert isinstance(opened, AvroDataFile)
+        assert opened.read(["v", "id"]).to_pylist() == [{"v": r["v"], "id": r["id"]} for r in records]
+        assert [b.num_rows for b in opened.iter_batches(batch_size=400, columns=["id"])] == [400, 400, 200]
+    with pytest.raises(OSError, match="not an Avro object container file"):
+        open_data_file("data-2-0.avro", b"PAR1 not avro")

@@ -1,5 +1,6 @@
-"""ORC tables written by Java Apache Paimon 0.9 (Paimon's default file format before 0.9), read here
-(marker ``java_interop``): append and primary-key tables, with filters, compared with Java's own reads."""
+"""ORC and Avro tables written by Java Apache Paimon 0.9 (ORC: Paimon's default file format before 0.9;
+Avro: its advice for level 0 of write-heavy tables), read here (marker ``java_interop``): append and
+primary-key tables, with filters, compared with Java's own reads; writing them is refused."""
 
 from __future__ import annotations
 
@@ -27,12 +28,16 @@ def _ours(catalog: Catalog, name: str, **read: Any) -> list[tuple[Any, ...]]:
     return sorted((tuple(row.values()) for row in rows), key=lambda row: row[0])
 
 
-def test_an_orc_append_table_written_by_java_reads_as_java_reads_it(ours: Catalog, java: Any) -> None:
-    java.create_table("logs", COLUMNS, options={"file.format": "orc", "bucket": "-1"})
+FORMATS = pytest.mark.parametrize("fmt", ["orc", "avro"])
+
+
+@FORMATS
+def test_an_append_table_written_by_java_reads_as_java_reads_it(ours: Catalog, java: Any, fmt: str) -> None:
+    java.create_table("logs", COLUMNS, options={"file.format": fmt, "bucket": "-1"})
     java.write("logs", _rows(0, 500))
     java.write("logs", _rows(500, 300))
     table = ours.get_table("db.logs")
-    assert {e.file.file_name.rsplit(".", 1)[-1] for e in table.live_entries()} == {"orc"}
+    assert {e.file.file_name.rsplit(".", 1)[-1] for e in table.live_entries()} == {fmt}
     assert _ours(ours, "db.logs") == java.read("logs") == sorted(_rows(0, 800))
     where = ("score", ">=", 100.0)
     expected = java.read("logs", where)
@@ -41,15 +46,16 @@ def test_an_orc_append_table_written_by_java_reads_as_java_reads_it(ours: Catalo
     assert sum(b.num_rows for b in batches) == 800
 
 
+@FORMATS
 @pytest.mark.parametrize("bucket", ["2", "-1"], ids=["fixed-bucket", "dynamic-bucket"])
-def test_an_orc_primary_key_table_written_by_java_merges_as_java_merges_it(
-    ours: Catalog, java: Any, bucket: str
+def test_a_primary_key_table_written_by_java_merges_as_java_merges_it(
+    ours: Catalog, java: Any, bucket: str, fmt: str
 ) -> None:
     java.create_table(
         "kv",
         COLUMNS,
         primary_keys=["id"],
-        options={"file.format": "orc", "bucket": bucket, "num-sorted-run.compaction-trigger": "10"},
+        options={"file.format": fmt, "bucket": bucket, "num-sorted-run.compaction-trigger": "10"},
     )
     java.write("kv", _rows(0, 400, 0))
     java.write("kv", _rows(200, 400, 1))
