@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from paimon_core import Catalog
@@ -78,3 +79,20 @@ def test_writing_into_an_orc_table_is_refused_naming_the_format(ours: Catalog, j
             pa.table({"id": [1], "name": ["a"], "score": [1.0], "ok": [True]}, schema=table.arrow_schema)
         )
     assert java.read("logs") == []
+
+
+def test_a_table_with_a_format_per_level_reads_every_level(ours: Catalog, java: Any) -> None:
+    """``file.format.per.level = 0:avro``: Java writes level 0 in Avro, whatever it compacts into."""
+    options = {"file.format.per.level": "0:avro", "bucket": "1", "num-sorted-run.compaction-trigger": "10"}
+    java.create_table("mixed", COLUMNS, primary_keys=["id"], options=options)
+    java.write("mixed", _rows(0, 300, 0))
+    java.full_compact("mixed")
+    java.write("mixed", _rows(100, 100, 1))
+    table = ours.get_table("db.mixed")
+    levels = {e.file.level: e.file.file_name.rsplit(".", 1)[-1] for e in table.live_entries()}
+    assert levels[0] == "avro" and max(levels) > 0  # level 0 in Avro, the compacted run below it
+    assert _ours(ours, "db.mixed") == java.read("mixed")
+    with pytest.raises(ConfigError, match=r"file\.format\.per\.level"):
+        table.append(
+            pa.table({"id": [1], "name": ["a"], "score": [1.0], "ok": [True]}, schema=table.arrow_schema)
+        )

@@ -125,6 +125,31 @@ def _optional(parse: Callable[[str], T]) -> Callable[[str], T | None]:
     return parse_optional
 
 
+def per_level(text: str | None) -> dict[int, str]:
+    """A per-level option's map (``'0:avro, 3:parquet'`` -> ``{0: 'avro', 3: 'parquet'}``), values lowercased.
+
+    Raises:
+        ValueError: a pair is not ``level:value`` with an integer level.
+    """
+    found: dict[int, str] = {}
+    for pair in (text or "").split(","):
+        if not pair.strip():
+            continue
+        level, sep, value = pair.partition(":")
+        if not sep or not value.strip():
+            raise ValueError(f"{pair.strip()!r} is not level:value")
+        found[int(level.strip())] = value.strip().lower()
+    return found
+
+
+def _valid_per_level(text: str) -> bool:
+    try:
+        per_level(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _choice(*allowed: str) -> Callable[[str], str]:
     def parse_choice(text: str) -> str:
         if text.lower() not in allowed:
@@ -219,6 +244,35 @@ FILE_COMPRESSION: Option[str] = _declare(
         _choice("zstd", "snappy", "gzip", "lz4", "brotli", "none", "uncompressed"),
         "zstd",
         "Data file compression codec.",
+    )
+)
+FILE_FORMAT_PER_LEVEL: Option[str | None] = _declare(
+    Option(
+        "file.format.per.level",
+        _optional(_str),
+        None,
+        "Data file format per LSM level, e.g. '0:avro,3:parquet'. Files are read by their suffix whatever "
+        "this says; this implementation writes Parquet only, so a table naming another format is not written.",
+        check=lambda v: v is None or _valid_per_level(v),
+        check_doc="must be 'level:value' pairs, comma-separated",
+    )
+)
+CHANGELOG_FILE_FORMAT: Option[str | None] = _declare(
+    Option(
+        "changelog-file.format",
+        _optional(_str),
+        None,
+        "Changelog file format (default: file.format); read by the file's suffix, written in Parquet only.",
+    )
+)
+FILE_COMPRESSION_PER_LEVEL: Option[str | None] = _declare(
+    Option(
+        "file.compression.per.level",
+        _optional(_str),
+        None,
+        "Data file compression per LSM level, e.g. '0:lz4,1:zstd'; other levels take file.compression.",
+        check=lambda v: v is None or _valid_per_level(v),
+        check_doc="must be 'level:value' pairs, comma-separated",
     )
 )
 FILE_COMPRESSION_ZSTD_LEVEL: Option[int] = _declare(

@@ -79,13 +79,21 @@ def check_writable_format(table: TableStore) -> None:
     Raises:
         ConfigError: the table's ``file.format`` is not Parquet.
     """
-    stored = str(table.options.get(opts.FILE_FORMAT.key, opts.FILE_FORMAT.default)).lower()
-    if stored != "parquet":
-        raise ConfigError(
-            f"{table.identifier} stores its data files as {stored} (file.format = {stored}): paimon-core writes "
-            "Parquet data files only (it reads Parquet and ORC tables), so it does not write or compact this table",
-            opts.FILE_FORMAT.key,
-        )
+    options = table.options
+    stored = str(options.get(opts.FILE_FORMAT.key, opts.FILE_FORMAT.default)).lower()
+    formats = {opts.FILE_FORMAT.key: stored}
+    for level, value in opts.per_level(options.get_option(opts.FILE_FORMAT_PER_LEVEL)).items():
+        formats[f"{opts.FILE_FORMAT_PER_LEVEL.key} (level {level})"] = value
+    changelog = options.get_option(opts.CHANGELOG_FILE_FORMAT)
+    if changelog is not None:
+        formats[opts.CHANGELOG_FILE_FORMAT.key] = changelog.lower()
+    for key, value in formats.items():
+        if value != "parquet":
+            raise ConfigError(
+                f"{table.identifier} stores data files as {value} ({key} = {value}): paimon-core writes Parquet "
+                "data files only (it reads Parquet, ORC and Avro), so it does not write or compact this table",
+                key.split(" ")[0],
+            )
 
 
 @dataclass(eq=False)  # a writer is itself, not its fields: hashed and compared by identity
@@ -279,7 +287,7 @@ class DataFileWriter:
             file_schema,
             use_dictionary=self.dictionary.columns(sample),
             write_statistics=True,
-            **parquet_writer_options(table.options),
+            **parquet_writer_options(table.options, self.level),
         )
         stats = StatsCollector(
             list(table.schema.fields),
@@ -366,9 +374,14 @@ class DataFileWriter:
         return paths
 
 
-def parquet_writer_options(options: opts.Options) -> dict[str, Any]:
-    """``pyarrow.parquet.ParquetWriter`` arguments from a table's Parquet options (not the dictionary)."""
-    compression = options.get_option(opts.PARQUET_COMPRESSION) or options.get_option(opts.FILE_COMPRESSION)
+def parquet_writer_options(options: opts.Options, lsm_level: int = 0) -> dict[str, Any]:
+    """``pyarrow.parquet.ParquetWriter`` arguments from a table's Parquet options (not the dictionary) for a
+    file of ``lsm_level`` (``file.compression.per.level`` picks its codec)."""
+    compression = opts.per_level(options.get_option(opts.FILE_COMPRESSION_PER_LEVEL)).get(lsm_level)
+    if compression is None:
+        compression = options.get_option(opts.PARQUET_COMPRESSION) or options.get_option(
+            opts.FILE_COMPRESSION
+        )
     level = None
     if compression == "zstd":
         level = options.get_option(opts.PARQUET_ZSTD_LEVEL)
