@@ -139,3 +139,17 @@ def test_java_reads_our_aggregating_sequence_groups(ours: Catalog, java: Any) ->
         _our_write(ours, commit)
     java.full_compact(NAME)
     assert java.read(NAME) == _ours(ours)
+
+
+def test_a_record_merged_at_flush_sorts_by_its_last_record_in_java_and_here(ours: Catalog, java: Any) -> None:
+    """partial-update with ``sequence.field``: a writer's flush merges (v=null, s=1) and then (v=0, s=0) into
+    (v=0, s=1), which then sorts after an older commit's (v=1, s=1). Merged with all records at once, the
+    older commit's v=1 would sort between them and survive: Java's merge is not associative here, and our
+    read follows Java (the primary-key state machine writes no null values with ``sequence.field``)."""
+    columns = [("id", "BIGINT NOT NULL"), ("v", "BIGINT"), ("s", "BIGINT")]
+    options = {"merge-engine": "partial-update", "sequence.field": "s", "bucket": "1", "write-only": "true"}
+    java.create_table("flushed", columns, primary_keys=["id"], options=options)
+    java.write("flushed", [(0, 1, 1)])
+    java.write("flushed", [(0, None, 1), (0, 0, 0)])
+    assert java.read("flushed") == [(0, 0, 1)]
+    assert [tuple(r.values()) for r in ours.get_table("db.flushed").to_arrow().to_pylist()] == [(0, 0, 1)]
