@@ -307,12 +307,26 @@ def _add_maintenance_commands(commands: Any) -> None:
     create.add_argument("tag")
     create.add_argument("--snapshot", type=int, default=None, help="snapshot id (default: latest)")
     create.add_argument("--time-retained", default=None, help="tag time-to-live, e.g. '7 d'")
+    from_time = table_command(
+        "create-tag-from-timestamp", "tag the first snapshot committed at or after a time"
+    )
+    from_time.add_argument("tag")
+    from_time.add_argument("timestamp", help="'yyyy-MM-dd HH:mm:ss' (local time) or epoch millis")
+    from_time.add_argument("--time-retained", default=None, help="tag time-to-live, e.g. '7 d'")
+    rename = table_command("rename-tag", "give a tag another name (same snapshot and time-to-live)")
+    rename.add_argument("tag")
+    rename.add_argument("target_tag")
     delete = table_command("delete-tag", "delete tags")
     delete.add_argument("tag", help="a tag name or a comma-separated list")
     rollback = table_command("rollback", "roll the table back to a snapshot or a tag")
     target = rollback.add_mutually_exclusive_group(required=True)
     target.add_argument("--snapshot", type=int, default=None)
     target.add_argument("--tag", default=None)
+    target.add_argument(
+        "--timestamp",
+        default=None,
+        help="the newest snapshot at or before 'yyyy-MM-dd HH:mm:ss' or epoch millis",
+    )
     expire = table_command(
         "expire-snapshots", "expire old snapshots and delete the files only they use", progress=True
     )
@@ -339,18 +353,29 @@ def _run_maintenance(args: argparse.Namespace) -> bool:
     from paimon_core.consumer import ConsumerManager
 
     command = args.command
-    if command not in ("create-tag", "delete-tag", "rollback", "expire-snapshots", "remove-orphan-files",
-                       "reset-consumer", "clear-consumers"):  # fmt: skip
+    if command not in ("create-tag", "create-tag-from-timestamp", "rename-tag", "delete-tag", "rollback",
+                       "expire-snapshots", "remove-orphan-files", "reset-consumer", "clear-consumers"):  # fmt: skip
         return False
     table = _target(args)
     if command == "create-tag":
         tag = maintenance.create_tag(table, args.tag, args.snapshot, args.time_retained)
         print(f"tag {tag.name!r} -> snapshot {tag.snapshot.id}")
+    elif command == "create-tag-from-timestamp":
+        timestamp = int(args.timestamp) if args.timestamp.isdigit() else args.timestamp
+        tag = maintenance.create_tag_from_timestamp(table, args.tag, timestamp, args.time_retained)
+        print(f"tag {tag.name!r} -> snapshot {tag.snapshot.id}")
+    elif command == "rename-tag":
+        tag = maintenance.rename_tag(table, args.tag, args.target_tag)
+        print(f"tag {args.tag!r} renamed to {tag.name!r} (snapshot {tag.snapshot.id})")
     elif command == "delete-tag":
         maintenance.delete_tag(table, args.tag)
         print(f"deleted tag(s) {args.tag}")
     elif command == "rollback":
-        maintenance.rollback_to(table, snapshot_id=args.snapshot, tag=args.tag)
+        if args.timestamp is not None:
+            timestamp = int(args.timestamp) if args.timestamp.isdigit() else args.timestamp
+            maintenance.rollback_to_timestamp(table, timestamp)
+        else:
+            maintenance.rollback_to(table, snapshot_id=args.snapshot, tag=args.tag)
         latest = table.latest_snapshot()
         print(f"rolled back; latest snapshot is {latest.id if latest else None}")
     elif command == "expire-snapshots":

@@ -161,6 +161,28 @@ class TagManager:
         self.storage.write_bytes(path, tag.to_json().encode("utf-8"), overwrite=True)
         return tag
 
+    def rename(self, name: str, target: str) -> Tag:
+        """Give tag ``name`` the name ``target``, its file copied as it is (creation time and time-to-live
+        kept), then the old name removed: a crash in between leaves both names on one snapshot.
+
+        Raises:
+            TagNotFoundError: ``name`` does not exist.
+            TagAlreadyExistsError: ``target`` exists.
+        """
+        source = self.tag_path(name)
+        destination = self.tag_path(target)
+        try:
+            data = self.storage.read_bytes(source)
+        except FileNotFoundError:
+            raise TagNotFoundError(name) from None
+        try:
+            self.storage.write_if_absent(destination, data)
+        except FileExistsError:
+            raise TagAlreadyExistsError(target) from None
+        with contextlib.suppress(FileNotFoundError):
+            self.storage.delete(source)
+        return Tag.from_json(target, data, destination)
+
     def delete(self, names: str | Sequence[str]) -> list[str]:
         """Remove tag files (``names``: one name, a comma-separated list, or a list); returns those removed.
 

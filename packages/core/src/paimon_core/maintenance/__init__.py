@@ -4,16 +4,26 @@ consumers."""
 from paimon_core.maintenance._consumers import clear_consumers, expire_consumers
 from paimon_core.maintenance._expire import expire_snapshots, might_expire
 from paimon_core.maintenance._orphans import OrphanCleanResult, remove_orphan_files
-from paimon_core.maintenance._tags import create_tag, delete_tag, rollback_to
+from paimon_core.maintenance._tags import (
+    create_tag,
+    create_tag_from_timestamp,
+    delete_tag,
+    rename_tag,
+    rollback_to,
+    rollback_to_timestamp,
+)
 
 __all__ = [
     "OrphanCleanResult",
     "clear_consumers",
     "create_tag",
+    "create_tag_from_timestamp",
     "delete_tag",
     "expire_consumers",
     "expire_snapshots",
     "might_expire",
     "remove_orphan_files",
+    "rename_tag",
     "rollback_to",
+    "rollback_to_timestamp",
 ]

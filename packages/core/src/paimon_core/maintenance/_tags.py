@@ -16,14 +16,21 @@ from paimon_core.errors import (
     TagNotFoundError,
 )
 from paimon_core.maintenance._expire import clean_after_last_tag
-from paimon_core.options import parse_duration_ms
+from paimon_core.options import parse_duration_ms, to_millis
 from paimon_core.snapshot import EARLIEST_HINT, Snapshot
 from paimon_core.tag import Tag, TagManager, split_tag_names
 
 if TYPE_CHECKING:
     from paimon_core.table import TableStore
 
-__all__ = ["create_tag", "delete_tag", "rollback_to"]
+__all__ = [
+    "create_tag",
+    "create_tag_from_timestamp",
+    "delete_tag",
+    "rename_tag",
+    "rollback_to",
+    "rollback_to_timestamp",
+]
 
 
 def _tags(table: TableStore) -> TagManager:
@@ -54,6 +61,61 @@ def create_tag(
         except ValueError as exc:
             raise ConfigError(f"time_retained: {exc}") from None
     return _tags(table).create(tag, snapshot, time_retained, ignore_if_exists=ignore_if_exists)
+
+
+def create_tag_from_timestamp(
+    table: TableStore,
+    tag: str,
+    timestamp: dt.datetime | int | str,
+    time_retained: dt.timedelta | str | None = None,
+) -> Tag:
+    """Paimon's ``create_tag_from_timestamp``: tag the earliest snapshot committed at or after ``timestamp``
+    (epoch millis, a datetime, or 'yyyy-MM-dd HH:mm:ss' local time).
+
+    Raises:
+        SnapshotNotFoundError: no retained snapshot is that recent.
+        TagAlreadyExistsError: the tag exists.
+    """
+    millis = to_millis(timestamp)
+    sm = table.snapshot_manager
+    before = sm.snapshot_at_or_before_time(millis - 1)
+    earliest, latest = sm.earliest_id(), sm.latest_id()
+    first = earliest if before is None else before.id + 1
+    for snapshot_id in range(first or 1, (latest or 0) + 1):
+        snapshot = sm.try_snapshot(snapshot_id)
+        if snapshot is not None and snapshot.time_millis >= millis:
+            return create_tag(table, tag, snapshot.id, time_retained)
+    raise SnapshotNotFoundError(
+        None, f"no snapshot of {table.identifier} was committed at or after {timestamp!r} ({millis} epoch ms)"
+    )
+
+
+def rename_tag(table: TableStore, tag: str, target_tag: str) -> Tag:
+    """Paimon's ``rename_tag``: the tag keeps its snapshot, creation time and time-to-live under ``target_tag``.
+
+    Raises:
+        TagNotFoundError: ``tag`` does not exist.
+        TagAlreadyExistsError: ``target_tag`` exists.
+    """
+    return _tags(table).rename(tag, target_tag)
+
+
+def rollback_to_timestamp(table: TableStore, timestamp: dt.datetime | int | str) -> Snapshot:
+    """Paimon's ``rollback_to_timestamp``: :func:`rollback_to` the newest snapshot committed at or before
+    ``timestamp`` (as :func:`create_tag_from_timestamp` takes it); returns that snapshot.
+
+    Raises:
+        SnapshotNotFoundError: every retained snapshot is newer.
+    """
+    millis = to_millis(timestamp)
+    target = table.snapshot_manager.snapshot_at_or_before_time(millis)
+    if target is None:
+        raise SnapshotNotFoundError(
+            None,
+            f"no snapshot of {table.identifier} was committed at or before {timestamp!r} ({millis} epoch ms)",
+        )
+    rollback_to(table, snapshot_id=target.id)
+    return target
 
 
 def delete_tag(table: TableStore, tag: str | Sequence[str]) -> list[str]:
