@@ -87,6 +87,11 @@ def _print_info(info: dict[str, Any]) -> None:
         )
 
 
+def _instant(text: str) -> int | str:
+    """A ``--timestamp`` argument: epoch millis when all digits, else 'yyyy-MM-dd HH:mm:ss' as given."""
+    return int(text) if text.isdigit() else text
+
+
 def _conf(pairs: Sequence[str]) -> dict[str, str]:
     conf = {}
     for pair in pairs:
@@ -361,8 +366,9 @@ def _run_maintenance(args: argparse.Namespace) -> bool:
         tag = maintenance.create_tag(table, args.tag, args.snapshot, args.time_retained)
         print(f"tag {tag.name!r} -> snapshot {tag.snapshot.id}")
     elif command == "create-tag-from-timestamp":
-        timestamp = int(args.timestamp) if args.timestamp.isdigit() else args.timestamp
-        tag = maintenance.create_tag_from_timestamp(table, args.tag, timestamp, args.time_retained)
+        tag = maintenance.create_tag_from_timestamp(
+            table, args.tag, _instant(args.timestamp), args.time_retained
+        )
         print(f"tag {tag.name!r} -> snapshot {tag.snapshot.id}")
     elif command == "rename-tag":
         tag = maintenance.rename_tag(table, args.tag, args.target_tag)
@@ -372,8 +378,7 @@ def _run_maintenance(args: argparse.Namespace) -> bool:
         print(f"deleted tag(s) {args.tag}")
     elif command == "rollback":
         if args.timestamp is not None:
-            timestamp = int(args.timestamp) if args.timestamp.isdigit() else args.timestamp
-            maintenance.rollback_to_timestamp(table, timestamp)
+            maintenance.rollback_to_timestamp(table, _instant(args.timestamp))
         else:
             maintenance.rollback_to(table, snapshot_id=args.snapshot, tag=args.tag)
         latest = table.latest_snapshot()
@@ -441,7 +446,7 @@ def _run_read(args: argparse.Namespace) -> None:
             )  # fmt: skip
         data = SystemTable(table, system).to_arrow(columns)
     else:
-        timestamp = int(args.timestamp) if args.timestamp and args.timestamp.isdigit() else args.timestamp
+        timestamp = None if args.timestamp is None else _instant(args.timestamp)
         data = table.to_arrow(columns, snapshot_id=args.snapshot, tag=args.tag, timestamp=timestamp)
     if args.limit is not None:
         data = data.slice(0, args.limit)
