@@ -9,7 +9,13 @@ import pytest
 
 from paimon_core import Catalog
 from paimon_core.errors import SnapshotNotFoundError, TagAlreadyExistsError, TagNotFoundError
-from paimon_core.maintenance import create_tag, create_tag_from_timestamp, rename_tag, rollback_to_timestamp
+from paimon_core.maintenance import (
+    create_tag,
+    create_tag_from_timestamp,
+    expire_snapshots,
+    rename_tag,
+    rollback_to_timestamp,
+)
 from paimon_core.table import Table
 from paimon_core.tag import Tag, TagManager
 
@@ -56,6 +62,24 @@ def test_create_tag_from_timestamp_tags_the_first_snapshot_at_or_after_it(table:
     assert create_tag_from_timestamp(table, "text", as_text).snapshot.id == 1
     with pytest.raises(SnapshotNotFoundError, match="at or after"):
         create_tag_from_timestamp(table, "future", times[-1] + 60_000)
+
+
+def test_an_expired_snapshot_a_tag_keeps_is_tagged_again_as_in_java(table: Table) -> None:
+    times = _times(table)
+    create_tag(table, "kept", snapshot_id=2)
+    expire_snapshots(table, retain_max=1, retain_min=1)
+    assert table.snapshot_manager.earliest_id() == 4
+    # Java's procedure looks in the tags too: snapshot 2 is the earliest committed at or after times[1].
+    again = create_tag_from_timestamp(table, "again", times[1])
+    assert again.snapshot.id == 2
+    assert sorted(table.to_arrow(tag="again").column("id").to_pylist()) == [0, 1]
+    # Before every tagged snapshot too: the earliest of them (only tags remember snapshot 1's time is gone).
+    assert create_tag_from_timestamp(table, "earliest", times[0]).snapshot.id == 2
+    # A retained snapshot wins over a newer tagged one, and a tag by id finds the expired snapshot.
+    assert create_tag_from_timestamp(table, "latest", times[2] + 1).snapshot.id == 4
+    assert create_tag(table, "by-id", snapshot_id=2).snapshot.id == 2
+    with pytest.raises(SnapshotNotFoundError):
+        create_tag(table, "gone", snapshot_id=3)
 
 
 def test_rollback_to_timestamp_rolls_back_to_the_newest_snapshot_at_or_before_it(table: Table) -> None:

@@ -52,15 +52,34 @@ def create_tag(
         TagAlreadyExistsError: the tag exists and ``ignore_if_exists`` is false.
     """
     sm = table.snapshot_manager
-    snapshot = sm.snapshot(snapshot_id) if snapshot_id is not None else sm.latest()
+    snapshot = _snapshot_or_tagged(table, snapshot_id) if snapshot_id is not None else sm.latest()
     if snapshot is None:
         raise SnapshotNotFoundError(None, f"{table.identifier} has no snapshot to tag")
-    if isinstance(time_retained, str):
-        try:
-            time_retained = dt.timedelta(milliseconds=parse_duration_ms(time_retained))
-        except ValueError as exc:
-            raise ConfigError(f"time_retained: {exc}") from None
-    return _tags(table).create(tag, snapshot, time_retained, ignore_if_exists=ignore_if_exists)
+    return _tags(table).create(tag, snapshot, _retention(time_retained), ignore_if_exists=ignore_if_exists)
+
+
+def _retention(time_retained: dt.timedelta | str | None) -> dt.timedelta | None:
+    if not isinstance(time_retained, str):
+        return time_retained
+    try:
+        return dt.timedelta(milliseconds=parse_duration_ms(time_retained))
+    except ValueError as exc:
+        raise ConfigError(f"time_retained: {exc}") from None
+
+
+def _snapshot_or_tagged(table: TableStore, snapshot_id: int) -> Snapshot:
+    """Snapshot ``snapshot_id``, or, once it expired, the copy a tag keeps of it (as Java's ``findSnapshot``).
+
+    Raises:
+        SnapshotExpiredError, SnapshotNotFoundError: neither the snapshot nor a tag of it exists.
+    """
+    try:
+        return table.snapshot_manager.snapshot(snapshot_id)
+    except SnapshotNotFoundError:  # SnapshotExpiredError included
+        for tagged in _tags(table).tagged_snapshots():
+            if tagged.id == snapshot_id:
+                return tagged
+        raise
 
 
 def create_tag_from_timestamp(
@@ -70,10 +89,11 @@ def create_tag_from_timestamp(
     time_retained: dt.timedelta | str | None = None,
 ) -> Tag:
     """Paimon's ``create_tag_from_timestamp``: tag the earliest snapshot committed at or after ``timestamp``
-    (epoch millis, a datetime, or 'yyyy-MM-dd HH:mm:ss' local time).
+    (epoch millis, a datetime, or 'yyyy-MM-dd HH:mm:ss' local time). As in Java, the snapshots tags keep count
+    too: an expired snapshot a tag still holds is tagged again when it is the earliest that recent.
 
     Raises:
-        SnapshotNotFoundError: no retained snapshot is that recent.
+        SnapshotNotFoundError: no retained or tagged snapshot is that recent.
         TagAlreadyExistsError: the tag exists.
     """
     millis = to_millis(timestamp)
@@ -81,13 +101,22 @@ def create_tag_from_timestamp(
     before = sm.snapshot_at_or_before_time(millis - 1)
     earliest, latest = sm.earliest_id(), sm.latest_id()
     first = earliest if before is None else before.id + 1
+    found = None
     for snapshot_id in range(first or 1, (latest or 0) + 1):
         snapshot = sm.try_snapshot(snapshot_id)
         if snapshot is not None and snapshot.time_millis >= millis:
-            return create_tag(table, tag, snapshot.id, time_retained)
-    raise SnapshotNotFoundError(
-        None, f"no snapshot of {table.identifier} was committed at or after {timestamp!r} ({millis} epoch ms)"
-    )
+            found = snapshot
+            break
+    # Java takes the first tagged snapshot (by id) that recent when it is older than the one found.
+    tagged = next((s for s in _tags(table).tagged_snapshots() if s.time_millis >= millis), None)
+    if tagged is not None and (found is None or tagged.time_millis < found.time_millis):
+        found = tagged
+    if found is None:
+        raise SnapshotNotFoundError(
+            None,
+            f"no snapshot of {table.identifier} was committed at or after {timestamp!r} ({millis} epoch ms)",
+        )
+    return _tags(table).create(tag, found, _retention(time_retained))
 
 
 def rename_tag(table: TableStore, tag: str, target_tag: str) -> Tag:
