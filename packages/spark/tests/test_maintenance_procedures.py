@@ -69,6 +69,24 @@ def test_tags_rollback_and_consumers(spark: Any, warehouse: str) -> None:
     assert consumers.consumers() == {}
 
 
+def test_tags_and_rollback_by_time_and_name(spark: Any, warehouse: str) -> None:
+    table = _table(warehouse, appends=3)
+    paimon_spark.register_procedures(spark, warehouse=warehouse)
+    times = [s.time_millis for s in table.snapshots()]
+    sql = "SELECT * FROM paimon_create_tag_from_timestamp(table => 'db.t', tag => 'second', timestamp => {})"
+    first_at = next(i + 1 for i, t in enumerate(times) if t >= times[1])  # 2 unless two share a millisecond
+    assert _call(spark, sql.format(times[1])) == first_at
+    assert _call(
+        spark, "SELECT * FROM paimon_rename_tag(table => 'db.t', tag => 'second', target_tag => 'two')"
+    )
+    tags = TagManager(table.storage, table.path)
+    assert [(t.name, t.snapshot.id) for t in tags.tags()] == [("two", first_at)]
+    newest_before = max(i + 1 for i, t in enumerate(times) if t <= times[0])
+    rolled = f"SELECT * FROM paimon_rollback_to_timestamp(table => 'db.t', timestamp => {times[0]})"
+    assert _call(spark, rolled) == newest_before
+    assert _ids(spark, warehouse) == list(range(newest_before))
+
+
 def test_expire_snapshots_and_remove_orphan_files(spark: Any, warehouse: str) -> None:
     table = _table(warehouse, appends=6)
     paimon_spark.register_procedures(spark, warehouse=warehouse)

@@ -843,6 +843,26 @@ def test_docs_example(
         example.check(Catalog.open(warehouse))
 
 
+def test_the_tag_and_rollback_procedures_by_time_and_name(
+    t_with_snapshots: Path, paimon_sql: Callable[[str], Any], warehouse: str
+) -> None:
+    shutil.copytree(t_with_snapshots, warehouse, dirs_exist_ok=True)
+    table = _table(Catalog.open(warehouse), "default.T")
+    times = [s.time_millis for s in table.snapshots()]
+    (tagged,) = paimon_sql(
+        f"CALL sys.create_tag_from_timestamp(table => 'default.T', tag => 'second', timestamp => {times[1]})"
+    ).collect()
+    assert tuple(tagged) == ("second", 2, times[1], None)
+    assert [tuple(r) for r in paimon_sql("CALL sys.rename_tag('default.T', 'second', 'two')").collect()] == [
+        (True,)
+    ]
+    _check_tags({"two": 2})(Catalog.open(warehouse))
+    rolled = paimon_sql(f"CALL sys.rollback_to_timestamp(table => 'default.T', timestamp => {times[0]})")
+    assert [tuple(r) for r in rolled.collect()] == [(3, 1)]
+    _check_latest(1)(Catalog.open(warehouse))
+    assert [tuple(r) for r in paimon_sql("SELECT * FROM T").collect()] == [(1, "a")]
+
+
 def test_describe_extended_adds_the_table_details(paimon_sql: Callable[[str], Any], warehouse: str) -> None:
     paimon_sql(
         "CREATE TABLE t (id INT, pt STRING) PARTITIONED BY (pt) COMMENT 'orders' "

@@ -23,10 +23,13 @@ from paimon_core.consumer import ConsumerManager
 from paimon_core.maintenance import (
     clear_consumers,
     create_tag,
+    create_tag_from_timestamp,
     delete_tag,
     expire_snapshots,
     remove_orphan_files,
+    rename_tag,
     rollback_to,
+    rollback_to_timestamp,
 )
 from paimon_core.table import Table
 from paimon_spark._commands import merge_into
@@ -136,6 +139,28 @@ def _compact_database(call: Call) -> list[tuple[Any, ...]]:
 def _create_tag(call: Call) -> list[tuple[Any, ...]]:
     create_tag(call.table(), call.args["tag"], call.get("snapshot"), call.text("time_retained"))
     return [(True,)]
+
+
+def _create_tag_from_timestamp(call: Call) -> list[tuple[Any, ...]]:
+    tag = create_tag_from_timestamp(
+        call.table(), call.args["tag"], call.args["timestamp"], call.text("time_retained")
+    )
+    watermark = tag.snapshot.watermark
+    return [
+        (tag.name, tag.snapshot.id, tag.snapshot.time_millis, None if watermark is None else str(watermark))
+    ]
+
+
+def _rename_tag(call: Call) -> list[tuple[Any, ...]]:
+    rename_tag(call.table(), call.args["tag"], call.args["target_tag"])
+    return [(True,)]
+
+
+def _rollback_to_timestamp(call: Call) -> list[tuple[Any, ...]]:
+    table = call.table()
+    previous = table.snapshot_manager.latest_id()
+    target = rollback_to_timestamp(table, call.args["timestamp"])
+    return [(previous, target.id)]
 
 
 def _delete_tag(call: Call) -> list[tuple[Any, ...]]:
@@ -265,6 +290,23 @@ PROCEDURES: dict[str, Procedure] = {
             "result boolean",
             _create_tag,
         ),
+        Procedure(
+            "create_tag_from_timestamp",
+            (
+                _TABLE,
+                Param("tag", required=True),
+                Param("timestamp", int, required=True),
+                Param("time_retained"),
+            ),
+            "tagName string, snapshot bigint, commit_time bigint, watermark string",
+            _create_tag_from_timestamp,
+        ),
+        Procedure(
+            "rename_tag",
+            (_TABLE, Param("tag", required=True), Param("target_tag", required=True)),
+            "result boolean",
+            _rename_tag,
+        ),
         Procedure("delete_tag", (_TABLE, Param("tag", required=True)), "result boolean", _delete_tag),
         Procedure(
             "rollback",
@@ -278,6 +320,12 @@ PROCEDURES: dict[str, Procedure] = {
             _ROLLBACK_RESULT,
             _rollback,
             flink=True,
+        ),
+        Procedure(
+            "rollback_to_timestamp",
+            (_TABLE, Param("timestamp", int, required=True)),
+            _ROLLBACK_RESULT,
+            _rollback_to_timestamp,
         ),
         Procedure(
             "expire_snapshots",
