@@ -776,6 +776,15 @@ SCAN_FILE_CREATION_TIME_MILLIS: Option[int | None] = _declare(
         "scan.file-creation-time-millis", _optional(int), None, "Read only files created at or after this."
     )
 )
+SCAN_CREATION_TIME_MILLIS: Option[int | None] = _declare(
+    Option(
+        "scan.creation-time-millis",
+        _optional(int),
+        None,
+        "scan.mode=from-creation-timestamp: read from the first snapshot committed at or after this instant; "
+        "with none, the latest snapshot's files created since then.",
+    )
+)
 SOURCE_SPLIT_TARGET_SIZE: Option[int] = _declare(
     Option("source.split.target-size", parse_memory_size, 128 * MB, "Bytes per split.", check=_positive)
 )

@@ -21,7 +21,7 @@ from paimon_core.consumer import ConsumerManager
 from paimon_core.errors import ConfigError, SnapshotNotFoundError
 from paimon_core.manifest import ManifestEntry
 from paimon_core.redaction import get_logger
-from paimon_core.snapshot import Snapshot
+from paimon_core.snapshot import CommitKind, Snapshot
 from paimon_core.table._time_travel import TimeTravel
 from paimon_core.tag import TagManager
 
@@ -35,8 +35,10 @@ __all__ = [
     "TIME_TRAVEL_KEYS",
     "BatchScanStart",
     "StreamStart",
+    "compacted_snapshot",
     "created_since",
     "creation_filter",
+    "first_snapshot_from",
     "required",
     "resolve_batch_scan",
     "resolve_mode",
@@ -118,6 +120,49 @@ def start_snapshot(table: TableStore, options: opts.Options, mode: str) -> Snaps
     return table.snapshot_manager.snapshot(required(options, opts.SCAN_SNAPSHOT_ID, mode))
 
 
+def compacted_snapshot(table: TableStore, options: opts.Options) -> Snapshot | None:
+    """``scan.mode=compacted-full``: the newest COMPACT snapshot, or the latest snapshot if none is left (None:
+    the table is empty), as Java's ``pickOrLatest``.
+
+    With the ``full-compaction`` changelog producer or ``full-compaction.delta-commits`` set, only a full
+    compaction's snapshot counts: Java tells it by its commit identifier, a multiple of the delta commits
+    (1 when unset) or ``Long.MAX_VALUE`` (a batch job's).
+    """
+    sm = table.snapshot_manager
+    latest, earliest = sm.latest_id(), sm.earliest_id()
+    if latest is None or earliest is None:
+        return None
+    every: int | None = None
+    if (
+        options.get_option(opts.CHANGELOG_PRODUCER) == "full-compaction"
+        or opts.FULL_COMPACTION_DELTA_COMMITS.key in options
+    ):
+        every = options.get_option(opts.FULL_COMPACTION_DELTA_COMMITS) or 1
+    for snapshot_id in range(latest, earliest - 1, -1):
+        snapshot = sm.try_snapshot(snapshot_id)
+        if snapshot is None or snapshot.commit_kind != CommitKind.COMPACT:
+            continue
+        identifier = snapshot.commit_identifier
+        if every is None or identifier % every == 0 or identifier == _JAVA_LONG_MAX:
+            return snapshot
+    return sm.latest()
+
+
+_JAVA_LONG_MAX = 2**63 - 1
+
+
+def first_snapshot_from(table: TableStore, millis: int) -> int | None:
+    """``scan.mode=from-creation-timestamp``: the snapshot after the newest one committed before ``millis``,
+    which a read starts from as ``from-snapshot`` does; None when no snapshot is that old or none follows it
+    yet, and the read falls back to the latest snapshot's files created since ``millis`` (Java's
+    ``createCreationTimestampStartingScanner``).
+    """
+    before = table.snapshot_manager.snapshot_at_or_before_time(millis - 1)
+    if before is None or not table.snapshot_manager.snapshot_exists(before.id + 1):
+        return None
+    return before.id + 1
+
+
 def creation_filter(options: opts.Options, mode: str) -> int | None:
     value = options.get_option(opts.SCAN_FILE_CREATION_TIME_MILLIS)
     if mode == "from-file-creation-time" and value is None:
@@ -143,6 +188,8 @@ class BatchScanStart:
             snapshots in ``(incremental_from, snapshot]`` appended are read.
         diff: the incremental read compares ``snapshot`` with ``diff_from`` (None: nothing before).
         diff_between_tags: the diff is between two tags, which Java 0.9 already compares (its way).
+        delta_only: the incremental read takes the snapshots' new data files, never their changelog
+            (``scan.mode=latest-delta``, Java's ``ScanMode.DELTA``).
     """
 
     snapshot: Snapshot | None
@@ -151,6 +198,7 @@ class BatchScanStart:
     diff: bool = False
     diff_from: Snapshot | None = None
     diff_between_tags: bool = False
+    delta_only: bool = False
 
 
 STREAMING_ONLY_KEYS = frozenset(
@@ -186,6 +234,19 @@ def resolve_batch_scan(table: TableStore, options: opts.Options | None = None) -
         return BatchScanStart(sm.latest(), creation)
     if mode in ("from-snapshot", "from-snapshot-full"):
         return BatchScanStart(start_snapshot(table, options, mode), creation)
+    if mode == "compacted-full":
+        return BatchScanStart(compacted_snapshot(table, options), creation)
+    if mode == "latest-delta":
+        latest = sm.latest()
+        if latest is None:
+            return BatchScanStart(None, creation)
+        return BatchScanStart(latest, creation, latest.id - 1, delta_only=True)
+    if mode == "from-creation-timestamp":
+        millis = required(options, opts.SCAN_CREATION_TIME_MILLIS, mode)
+        first_after = first_snapshot_from(table, millis)
+        if first_after is not None:
+            return BatchScanStart(sm.snapshot(first_after), creation)
+        return BatchScanStart(sm.latest(), millis)
     if mode == "from-timestamp":
         millis = timestamp_millis(options, mode)
         snapshot = sm.snapshot_at_or_before_time(millis)
@@ -316,10 +377,12 @@ STREAM_MODES = (
     "latest",
     "latest-full",
     "full",
+    "compacted-full",
     "from-snapshot",
     "from-snapshot-full",
     "from-timestamp",
     "from-file-creation-time",
+    "from-creation-timestamp",
 )
 """The ``scan.mode`` values a streaming read accepts (``incremental`` is batch only)."""
 
@@ -367,6 +430,15 @@ def resolve_stream_start(table: TableStore, options: opts.Options | None = None)
         return StreamStart(max(wanted, earliest or wanted))
     if mode == "from-snapshot-full":
         return StreamStart(start_snapshot(table, options, mode).id, full=True)
+    if mode == "compacted-full":
+        compacted = compacted_snapshot(table, options)
+        return StreamStart(compacted.id, full=True) if compacted is not None else StreamStart(1)
+    if mode == "from-creation-timestamp":
+        first_after = first_snapshot_from(table, required(options, opts.SCAN_CREATION_TIME_MILLIS, mode))
+        if first_after is not None:
+            return StreamStart(first_after)
+        # as from-file-creation-time, the stream's creation filter being scan.creation-time-millis
+        return StreamStart(latest, full=True) if latest is not None else StreamStart(1)
     # from-timestamp: deltas from (the last snapshot committed before the instant) + 1.
     millis = timestamp_millis(options, mode)
     before = sm.snapshot_at_or_before_time(millis - 1)

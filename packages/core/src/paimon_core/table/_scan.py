@@ -187,8 +187,12 @@ class TableScan:
         for a primary-key table, their new files or their changelog (``incremental-between-scan-mode``)."""
         sm = self.table.snapshot_manager
         options = self.table.options
-        overwrites = options.get_option(opts.STREAMING_READ_APPEND_OVERWRITE)
-        changelog = self.table.schema.primary_keys and incremental_reads_changelog(options)
+        overwrites = options.get_option(opts.STREAMING_READ_APPEND_OVERWRITE) and not self.start.delta_only
+        changelog = (
+            self.table.schema.primary_keys
+            and not self.start.delta_only
+            and incremental_reads_changelog(options)
+        )
         entries: list[ManifestEntry] = []
         for snapshot_id in range(first + 1, last.id + 1):
             snapshot = last if snapshot_id == last.id else sm.snapshot(snapshot_id)

@@ -109,6 +109,13 @@ class StreamScan:
         if self.mode not in STREAM_MODES:
             raise ConfigError(f"scan.mode={self.mode} is not supported for streaming reads", "scan.mode")
         self.creation_since = creation_filter(table.options, self.mode)
+        # from-creation-timestamp with no snapshot to start from reads the latest snapshot's files created
+        # since the instant, then every delta (Java filters only its starting scan)
+        self.full_read_since = (
+            table.options.get_option(opts.SCAN_CREATION_TIME_MILLIS)
+            if self.mode == "from-creation-timestamp"
+            else None
+        )
         self.read_overwrite = table.options.get_option(opts.STREAMING_READ_APPEND_OVERWRITE)
         self.consumer_id = consumer_id or table.options.get_option(opts.CONSUMER_ID)
         self._file_cache: dict[tuple[int, bool], list[ManifestEntry]] = {}
@@ -149,6 +156,8 @@ class StreamScan:
         else:
             entries = self.pruner.added(snapshot)
         entries = [e for e in entries if created_since(e, self.creation_since)]
+        if full and self.full_read_since is not None:
+            entries = [e for e in entries if created_since(e, self.full_read_since)]
         if self.primary_key:  # a bucket's changes in the order they were made
             entries.sort(key=lambda e: (e.partition, e.bucket, e.file.min_sequence_number, e.file.file_name))
         else:
