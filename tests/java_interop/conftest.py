@@ -389,6 +389,16 @@ class JavaPaimon:
         builder = self._call(self.paimon.table.Table, table, "newReadBuilder")
         return self._read_splits(table.rowType(), builder.newRead(), builder.newScan().plan().splits())
 
+    def system_table(self, name: str, system: str) -> list[dict[str, Any]]:
+        """The rows of Java's ``db.<name>$<system>``, each a dict by column name, in read order; strings as
+        text, other values as py4j hands them (timestamps stay Java objects)."""
+        table = self.table(f"{name}${system}")
+        row_type = table.rowType()
+        names = list(row_type.getFieldNames())
+        builder = self._call(self.paimon.table.Table, table, "newReadBuilder")
+        rows = self._read_splits(row_type, builder.newRead(), builder.newScan().plan().splits())
+        return [dict(zip(names, values, strict=True)) for _, *values in rows]
+
     def create_tag(self, name: str, tag: str, snapshot_id: int) -> None:
         self.table(name).createTag(tag, snapshot_id)
 

@@ -106,3 +106,43 @@ def test_every_system_table_reads_and_refuses_writes(catalog: Catalog, table: An
             system.append(pa.table({"x": [1]}))
     with pytest.raises(ConfigError, match="unknown system table 'snapshot'"):
         catalog.get_table("db.t$snapshot")
+
+
+def test_file_level_tables_describe_the_live_files(catalog: Catalog) -> None:
+    """``$buckets`` sums ``$files`` per bucket, ``$file_key_ranges`` repeats its keys, ``$table_indexes``
+    lists the dynamic-bucket hash index and the deletion vectors, each with their live files only."""
+    schema = pa.schema(
+        [pa.field("k", pa.int64(), nullable=False), pa.field("s", pa.string(), nullable=False)]
+    )
+    dv = catalog.create_table(
+        "db.dv", schema, primary_keys=["k", "s"], options={"bucket": "2", "deletion-vectors.enabled": "true"}
+    )
+    dv.append(pa.table({"k": [1, 2, 3, 4], "s": ["a", "b", "c", "d"]}, schema=schema))
+    dv.append(pa.table({"k": [2, 9], "s": ["b", "z"]}, schema=schema))
+    dv.append(pa.table({"k": [3, 1], "s": ["c", "a"]}, schema=schema))  # deletes rows of compacted files
+    files = catalog.get_table("db.dv$files").to_arrow().to_pylist()
+    sums: dict[int, list[int]] = {}
+    for row in files:
+        total = sums.setdefault(row["bucket"], [0, 0, 0])
+        total[0] += row["record_count"]
+        total[1] += row["file_size_in_bytes"]
+        total[2] += 1
+    buckets = catalog.get_table("db.dv$buckets").to_arrow().to_pylist()
+    assert {
+        b["bucket"]: [b["record_count"], b["file_size_in_bytes"], b["file_count"]] for b in buckets
+    } == sums
+    ranges = catalog.get_table("db.dv$file_key_ranges").to_arrow().to_pylist()
+    keys = [(r["file_path"], r["min_key"], r["max_key"]) for r in ranges]
+    assert sorted(keys) == sorted((r["file_path"], r["min_key"], r["max_key"]) for r in files)
+    assert all(k[1] is not None and k[1].startswith("[") and ", " in k[1] for k in keys)  # [k, s]
+    indexes = catalog.get_table("db.dv$table_indexes").to_arrow().to_pylist()
+    live_names = {r["file_path"].rsplit("/", 1)[-1] for r in files}
+    assert {i["index_type"] for i in indexes} <= {"DELETION_VECTORS"}
+    assert any(index["dv_ranges"] for index in indexes)
+    for index in indexes:
+        assert {d["f0"] for d in index["dv_ranges"]} <= live_names
+
+    dynamic = catalog.create_table("db.dyn", schema, primary_keys=["k", "s"], options={"bucket": "-1"})
+    dynamic.append(pa.table({"k": [1, 2], "s": ["a", "b"]}, schema=schema))
+    hashes = catalog.get_table("db.dyn$table_indexes").to_arrow().to_pylist()
+    assert [(h["index_type"], h["row_count"], h["dv_ranges"]) for h in hashes] == [("HASH", 2, None)]

@@ -9,7 +9,6 @@ snapshot the data table's scan options choose (the latest by default). See ``doc
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -19,13 +18,14 @@ import pyarrow as pa
 from paimon_core.binary_row import deserialize_row
 from paimon_core.consumer import ConsumerManager
 from paimon_core.errors import ConfigError, ReadOnlyTableError, SchemaError
-from paimon_core.manifest import FileSource, read_manifest_list
+from paimon_core.manifest import read_manifest_list
 from paimon_core.predicate import FilterLike, parse_filter
 from paimon_core.redaction import redacted_options
 from paimon_core.schema import TableSchema
-from paimon_core.stats import decode_stats
+from paimon_core.table._java_text import duration_text, local_time, partition_text, row_text
 from paimon_core.table._readable import Readable, TimeTravel
 from paimon_core.table._scan import TableScan
+from paimon_core.table._system_files import FILE_TABLE_ROWS, FILE_TABLE_SCHEMAS, TS
 from paimon_core.tag import TagManager
 from paimon_core.types import DataField, from_arrow_type
 
@@ -36,7 +36,6 @@ __all__ = ["SYSTEM_TABLES", "SystemTable", "split_system_name"]
 
 SYSTEM_SPLITTER = "$"
 
-_TS = pa.timestamp("ms")
 _SCHEMAS: dict[str, pa.Schema] = {
     "snapshots": pa.schema(
         [
@@ -45,7 +44,7 @@ _SCHEMAS: dict[str, pa.Schema] = {
             pa.field("commit_user", pa.string(), nullable=False),
             pa.field("commit_identifier", pa.int64(), nullable=False),
             pa.field("commit_kind", pa.string(), nullable=False),
-            pa.field("commit_time", _TS, nullable=False),
+            pa.field("commit_time", TS, nullable=False),
             pa.field("base_manifest_list", pa.string(), nullable=False),
             pa.field("delta_manifest_list", pa.string(), nullable=False),
             pa.field("changelog_manifest_list", pa.string()),
@@ -65,35 +64,11 @@ _SCHEMAS: dict[str, pa.Schema] = {
             pa.field("primary_keys", pa.string(), nullable=False),
             pa.field("options", pa.string(), nullable=False),
             pa.field("comment", pa.string()),
-            pa.field("update_time", _TS, nullable=False),
+            pa.field("update_time", TS, nullable=False),
         ]
     ),
     "options": pa.schema(
         [pa.field("key", pa.string(), nullable=False), pa.field("value", pa.string(), nullable=False)]
-    ),
-    "files": pa.schema(
-        [
-            pa.field("partition", pa.string()),
-            pa.field("bucket", pa.int32(), nullable=False),
-            pa.field("file_path", pa.string(), nullable=False),
-            pa.field("file_format", pa.string(), nullable=False),
-            pa.field("schema_id", pa.int64(), nullable=False),
-            pa.field("level", pa.int32(), nullable=False),
-            pa.field("record_count", pa.int64(), nullable=False),
-            pa.field("file_size_in_bytes", pa.int64(), nullable=False),
-            pa.field("min_key", pa.string()),
-            pa.field("max_key", pa.string()),
-            pa.field("null_value_counts", pa.string(), nullable=False),
-            pa.field("min_value_stats", pa.string(), nullable=False),
-            pa.field("max_value_stats", pa.string(), nullable=False),
-            pa.field("min_sequence_number", pa.int64()),
-            pa.field("max_sequence_number", pa.int64()),
-            pa.field("creation_time", _TS),
-            pa.field("deleteRowCount", pa.int64()),
-            pa.field("file_source", pa.string()),
-            pa.field("first_row_id", pa.int64()),
-            pa.field("write_cols", pa.list_(pa.string())),
-        ]
     ),
     "manifests": pa.schema(
         [
@@ -114,9 +89,9 @@ _SCHEMAS: dict[str, pa.Schema] = {
             pa.field("record_count", pa.int64(), nullable=False),
             pa.field("file_size_in_bytes", pa.int64(), nullable=False),
             pa.field("file_count", pa.int64(), nullable=False),
-            pa.field("last_update_time", _TS),
+            pa.field("last_update_time", TS),
             # kept by catalogs that track partitions (not a filesystem catalog): null / false here
-            pa.field("created_at", _TS),
+            pa.field("created_at", TS),
             pa.field("created_by", pa.string()),
             pa.field("updated_by", pa.string()),
             pa.field("options", pa.string()),
@@ -130,9 +105,9 @@ _SCHEMAS: dict[str, pa.Schema] = {
             pa.field("tag_name", pa.string(), nullable=False),
             pa.field("snapshot_id", pa.int64(), nullable=False),
             pa.field("schema_id", pa.int64(), nullable=False),
-            pa.field("commit_time", _TS, nullable=False),
+            pa.field("commit_time", TS, nullable=False),
             pa.field("record_count", pa.int64()),
-            pa.field("create_time", _TS),
+            pa.field("create_time", TS),
             pa.field("time_retained", pa.string()),
         ]
     ),
@@ -143,9 +118,19 @@ _SCHEMAS: dict[str, pa.Schema] = {
         ]
     ),
     "branches": pa.schema(
-        [pa.field("branch_name", pa.string(), nullable=False), pa.field("create_time", _TS, nullable=False)]
+        [pa.field("branch_name", pa.string(), nullable=False), pa.field("create_time", TS, nullable=False)]
+    ),
+    "aggregation_fields": pa.schema(
+        [
+            pa.field("field_name", pa.string(), nullable=False),
+            pa.field("field_type", pa.string(), nullable=False),
+            pa.field("function", pa.string()),
+            pa.field("function_options", pa.string()),
+            pa.field("comment", pa.string()),
+        ]
     ),
 }
+_SCHEMAS.update(FILE_TABLE_SCHEMAS)
 SYSTEM_TABLES = tuple(_SCHEMAS)
 """The system tables of a table's metadata (``$audit_log`` and ``$ro`` read its data: ``_views.py``)."""
 DATA_VIEWS = ("audit_log", "ro")
@@ -166,45 +151,6 @@ def split_system_name(name: str) -> tuple[str, str | None]:
         known = ", ".join((*SYSTEM_TABLES, *DATA_VIEWS))
         raise ConfigError(f"unknown system table {system!r} of {base!r}; there are {known}", "table")
     return base, system
-
-
-def _local(millis: int | None) -> dt.datetime | None:
-    """Epoch millis as the local date-time Java's TIMESTAMP(3) columns hold."""
-    return None if millis is None else dt.datetime.fromtimestamp(millis / 1000)
-
-
-def _java_str(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, bytes):
-        return value.hex()
-    return str(value)
-
-
-def _row_text(values: Sequence[Any]) -> str:
-    """A row as Java's row-to-string cast renders it: ``{a, b}``."""
-    return "{" + ", ".join(_java_str(v) for v in values) + "}"
-
-
-def _map_text(values: dict[str, Any]) -> str:
-    """A map as Java's ``Map.toString``: ``{a=1, b=2}``."""
-    return "{" + ", ".join(f"{k}={_java_str(v)}" for k, v in values.items()) + "}"
-
-
-def _duration_text(value: dt.timedelta | None) -> str | None:
-    """Java's ``Duration.toString`` (``PT1H30M``)."""
-    if value is None:
-        return None
-    seconds = value.total_seconds()
-    hours, rest = divmod(int(seconds), 3600)
-    minutes, secs = divmod(rest, 60)
-    fraction = seconds - int(seconds)
-    text = "PT" + (f"{hours}H" if hours else "") + (f"{minutes}M" if minutes else "")
-    if secs or fraction or text == "PT":
-        text += f"{secs + fraction:g}S"
-    return text
 
 
 class SystemTable(Readable):
@@ -289,7 +235,7 @@ def _snapshots(table: TableStore) -> Iterator[dict[str, Any]]:
             "commit_user": s.commit_user,
             "commit_identifier": s.commit_identifier,
             "commit_kind": s.commit_kind.value,
-            "commit_time": _local(s.time_millis),
+            "commit_time": local_time(s.time_millis),
             "base_manifest_list": s.base_manifest_list,
             "delta_manifest_list": s.delta_manifest_list,
             "changelog_manifest_list": s.changelog_manifest_list,
@@ -317,49 +263,13 @@ def _schemas(table: TableStore) -> Iterator[dict[str, Any]]:
             "primary_keys": _compact_json(list(schema.primary_keys)),
             "options": _compact_json(redacted_options(schema.options)),
             "comment": schema.comment,
-            "update_time": _local(schema.time_millis),
+            "update_time": local_time(schema.time_millis),
         }
 
 
 def _options(table: TableStore) -> Iterator[dict[str, Any]]:
     for key, value in sorted(redacted_options(table.schema.options).items()):
         yield {"key": key, "value": value}
-
-
-def _partition_text(table: TableStore, partition: bytes) -> str:
-    return _row_text(list(table.partition_values(partition).values()))
-
-
-def _files(table: TableStore) -> Iterator[dict[str, Any]]:
-    for entry in TableScan(table).files():
-        file = entry.file
-        fields = list(table.schema_manager.schema(file.schema_id).fields)
-        stats = decode_stats(file.value_stats, file.value_stats_cols, fields)
-        names = [f.name for f in fields if f.name in stats]
-        source = None if file.file_source is None else FileSource(file.file_source).name
-        yield {
-            "partition": _partition_text(table, entry.partition),
-            "bucket": entry.bucket,
-            "file_path": file.external_path
-            or f"{table.bucket_dir(entry.partition, entry.bucket)}/{file.file_name}",
-            "file_format": file.file_name.rsplit(".", 1)[-1],
-            "schema_id": file.schema_id,
-            "level": file.level,
-            "record_count": file.row_count,
-            "file_size_in_bytes": file.file_size,
-            "min_key": None,
-            "max_key": None,
-            "null_value_counts": _map_text({n: stats[n][2] for n in names}),
-            "min_value_stats": _map_text({n: stats[n][0] for n in names}),
-            "max_value_stats": _map_text({n: stats[n][1] for n in names}),
-            "min_sequence_number": file.min_sequence_number,
-            "max_sequence_number": file.max_sequence_number,
-            "creation_time": _local(file.creation_time_epoch_millis()),
-            "deleteRowCount": file.delete_row_count,
-            "file_source": source,
-            "first_row_id": file.first_row_id,
-            "write_cols": list(file.write_cols) if file.write_cols is not None else None,
-        }
 
 
 def _manifests(table: TableStore) -> Iterator[dict[str, Any]]:
@@ -376,8 +286,8 @@ def _manifests(table: TableStore) -> Iterator[dict[str, Any]]:
                 "num_added_files": meta.num_added_files,
                 "num_deleted_files": meta.num_deleted_files,
                 "schema_id": meta.schema_id,
-                "min_partition_stats": _row_text(deserialize_row(stats.min_values, types)) if types else "{}",
-                "max_partition_stats": _row_text(deserialize_row(stats.max_values, types)) if types else "{}",
+                "min_partition_stats": row_text(deserialize_row(stats.min_values, types)) if types else "{}",
+                "max_partition_stats": row_text(deserialize_row(stats.max_values, types)) if types else "{}",
                 "min_row_id": meta.min_row_id,
                 "max_row_id": meta.max_row_id,
             }
@@ -399,11 +309,11 @@ def _partitions(table: TableStore) -> Iterator[dict[str, Any]]:
         deleted[entry.partition] = deleted.get(entry.partition, 0) + (file.delete_row_count or 0)
     for partition, (rows, size, count, updated) in sorted(totals.items()):
         yield {
-            "partition": _partition_text(table, partition),
+            "partition": partition_text(table, partition),
             "record_count": rows,
             "file_size_in_bytes": size,
             "file_count": count,
-            "last_update_time": _local(updated or None),
+            "last_update_time": local_time(updated or None),
             "created_at": None,
             "created_by": None,
             "updated_by": None,
@@ -421,10 +331,10 @@ def _tags(table: TableStore) -> Iterator[dict[str, Any]]:
             "tag_name": tag.name,
             "snapshot_id": snapshot.id,
             "schema_id": snapshot.schema_id,
-            "commit_time": _local(snapshot.time_millis),
+            "commit_time": local_time(snapshot.time_millis),
             "record_count": snapshot.total_record_count,
             "create_time": tag.create_time,
-            "time_retained": _duration_text(tag.time_retained),
+            "time_retained": duration_text(tag.time_retained),
         }
 
 
@@ -437,14 +347,33 @@ def _branches(table: TableStore) -> Iterator[dict[str, Any]]:
     return iter(())  # branches do not exist yet
 
 
+def _aggregation_fields(table: TableStore) -> Iterator[dict[str, Any]]:
+    """Each column with the values and the keys of its ``fields.<column>.*`` options, as Java lists them."""
+    by_field: dict[str, list[tuple[str, str]]] = {}
+    for key, value in redacted_options(table.schema.options).items():
+        parts = key.split(".")
+        if len(parts) > 2 and parts[0] == "fields":
+            by_field.setdefault(parts[1], []).append((key, value))
+    for field in table.schema.fields:
+        options = by_field.get(field.name, [])
+        yield {
+            "field_name": field.name,
+            "field_type": str(field.type),
+            "function": "[" + ", ".join(v for _, v in options) + "]",
+            "function_options": "[" + ", ".join(k for k, _ in options) + "]",
+            "comment": field.description,
+        }
+
+
 _ROWS: dict[str, Callable[[TableStore], Iterator[dict[str, Any]]]] = {
     "snapshots": _snapshots,
     "schemas": _schemas,
     "options": _options,
-    "files": _files,
     "manifests": _manifests,
     "partitions": _partitions,
     "tags": _tags,
     "consumers": _consumers,
     "branches": _branches,
+    "aggregation_fields": _aggregation_fields,
+    **FILE_TABLE_ROWS,
 }
