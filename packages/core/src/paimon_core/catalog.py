@@ -43,6 +43,7 @@ from paimon_core.table import (
     Table,
     check_append_table,
     check_primary_key_table,
+    check_table_features,
     data_view,
     split_system_name,
 )
@@ -215,6 +216,9 @@ class Catalog:
         else:
             table_schema = self._append_schema(fields, highest, partition_keys, table_options, comment)
         path = self.table_path(identifier)
+        check_table_features(
+            identifier, path, table_schema, table_options.with_overrides(self.table_defaults)
+        )
         self.storage.mkdirs(path)
         SchemaManager(self.storage, path).create(table_schema)
         logger.info("created table %s at %s", identifier, redact(path))

@@ -169,8 +169,7 @@ class TableStore:
         self.options = stored.with_overrides(dynamic)
         if dynamic:
             _check_dynamic_options(stored, self.options)
-        check_supported_features(self.identifier, schema, self.options)
-        _check_external_storage(self.identifier, self.path, self.options)
+        check_table_features(self.identifier, self.path, schema, self.options)
         self.schema_manager = SchemaManager(storage, self.path)
         self.snapshot_manager = SnapshotManager(storage, self.path)
         self._partition_cache: dict[bytes, dict[str, Any]] = {}
@@ -364,8 +363,17 @@ def _check_dynamic_options(stored: Options, merged: Options) -> None:
     opts.check_consistency(merged)
 
 
-def _check_external_storage(identifier: str, path: str, options: Options) -> None:
-    """External paths must be on the table's own storage: one backend reads and writes a table here."""
+def check_table_features(identifier: str, path: str, schema: TableSchema, options: Options) -> None:
+    """Refuse, when a table is created or opened, what this implementation cannot read or write right: a
+    feature of Java Paimon it does not implement, external paths on another storage than the table's, or
+    external path options that choose no path.
+
+    Raises:
+        UnsupportedTableFeatureError: naming the feature and its option.
+        ConfigError: the external path options are wrong.
+    """
+    check_supported_features(identifier, schema, options)
+    # External paths must be on the table's own storage: one backend reads and writes a table here.
     for root in external_roots(options):
         if uri_scheme(root) != uri_scheme(path):
             raise UnsupportedTableFeatureError(
