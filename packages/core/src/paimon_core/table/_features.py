@@ -28,13 +28,18 @@ __all__ = ["READABLE_FORMATS", "check_supported_features"]
 READABLE_FORMATS = ("parquet", "orc", "avro")
 _FORMAT_KEYS = ("file.format", "changelog-file.format")
 
-# option -> the feature it turns on when "true" (each changes what the data files or manifests mean)
+# option -> the feature it turns on when "true" and why it changes what the files mean
 _SWITCHES = {
-    "row-tracking.enabled": "row tracking (row ids kept in _FIRST_ROW_ID and a _ROW_ID column)",
-    "data-evolution.enabled": "data evolution (files holding some columns of rows written before, merged by "
-    "row id on read)",
-    "index-file-in-data-file-dir": "index files in the data file directories",
-    "chain-table.enabled": "a chain table (reads merge the snapshot and delta branches)",
+    "row-tracking.enabled": ("row tracking", "row ids live in _FIRST_ROW_ID and a _ROW_ID column"),
+    "data-evolution.enabled": (
+        "data evolution",
+        "a file may hold some columns of rows written before, merged by row id on read",
+    ),
+    "index-file-in-data-file-dir": (
+        "index files in the data file directories",
+        "deletion vectors and hash indexes sit beside the data files, not in index/",
+    ),
+    "chain-table.enabled": ("a chain table", "reads merge a snapshot branch and a delta branch"),
 }
 _BLOB_KEYS = ("blob-field", "blob-descriptor-field", "blob-view-field")
 _UNSUPPORTED_TYPES = {BlobType: "BLOB", VariantType: "VARIANT", VectorType: "VECTOR"}
@@ -48,9 +53,9 @@ def check_supported_features(identifier: str, schema: TableSchema, options: Mapp
     Raises:
         UnsupportedTableFeatureError: naming the feature and the option (or column) that uses it.
     """
-    for key, feature in _SWITCHES.items():
+    for key, (feature, why) in _SWITCHES.items():
         if options.get(key, "false").strip().lower() == "true":
-            raise UnsupportedTableFeatureError(identifier, feature, key, f"{key} = true")
+            raise UnsupportedTableFeatureError(identifier, feature, key, f"{key} = true: {why}")
     _check_formats(identifier, options)
     table_type = options.get("type", "table").strip().lower()
     if table_type not in ("table", "materialized-table"):
@@ -63,7 +68,7 @@ def check_supported_features(identifier: str, schema: TableSchema, options: Mapp
             identifier,
             f"the {function!r} bucket function",
             "bucket-function.type",
-            "rows would be put in, and looked for in, other buckets than Java's",
+            f"bucket-function.type = {function}: rows would be put in, and looked for in, other buckets",
         )
     for key in _BLOB_KEYS:
         if options.get(key):
