@@ -42,8 +42,8 @@ class Place:
         self.catalog = Catalog.open(self.warehouse, create=True)
         self.catalog.create_database("db")
 
-    def table(self, *, primary_key: bool = False, **options: str) -> Table:
-        given = {"data-file.external-paths": ",".join(self.roots), **options}
+    def table(self, options: dict[str, str] | None = None, primary_key: bool = False) -> Table:
+        given = {"data-file.external-paths": ",".join(self.roots), **(options or {})}
         return self.catalog.create_table(
             "db.t",
             SCHEMA,
@@ -84,7 +84,7 @@ def test_each_strategy_writes_under_the_external_roots_and_reads_back(place: Pla
         options["data-file.external-paths.specific-fs"] = scheme
     if strategy == "weight-robin":
         options["data-file.external-paths.weights"] = "1,1"
-    table = place.table(**options)
+    table = place.table(options)
     table.append(_rows(0, 3000))
     table.append(_rows(3000, 500))
     assert _ids(table) == list(range(3500))
@@ -130,7 +130,7 @@ def test_path_directory_under_the_table_and_under_the_external_root(place: Place
         )
     assert _ids(table) == list(range(50))
     external = place.table(
-        **{"data-file.path-directory": "data", "data-file.external-paths.strategy": "round-robin"}
+        {"data-file.path-directory": "data", "data-file.external-paths.strategy": "round-robin"}
     )
     external.append(_rows(0, 50))
     for entry in external.live_entries():
@@ -143,13 +143,13 @@ def test_primary_key_compaction_writes_external_files_and_expiration_deletes_the
     place: Place,
 ) -> None:
     table = place.table(
-        primary_key=True,
-        **{
+        {
             "data-file.external-paths.strategy": "round-robin",
             "write-only": "true",
             "snapshot.num-retained.min": "1",
             "snapshot.num-retained.max": "1",
         },
+        primary_key=True,
     )
     for start in (0, 5, 10):
         table.append(_rows(start, 10))  # overlapping keys: the read merges them
@@ -165,8 +165,20 @@ def test_primary_key_compaction_writes_external_files_and_expiration_deletes_the
     assert _ids(table) == list(range(20))
 
 
+def test_append_compaction_rewrites_into_the_external_roots(place: Place) -> None:
+    table = place.table({"data-file.external-paths.strategy": "round-robin", "write-only": "true"})
+    for start in range(0, 50, 10):
+        table.append(_rows(start, 10))
+    before = _live_paths(table)
+    compact_table(table.copy({"compaction.min.file-num": "2"}))
+    after = _live_paths(table)
+    assert len(before) == 5 and len(after) < len(before) and not (after & before)
+    assert all(any(p.startswith(r + "/bucket-0/") for r in place.roots) for p in after)
+    assert _ids(table) == list(range(50))
+
+
 def test_orphan_removal_keeps_live_external_files_and_deletes_orphans_there(place: Place) -> None:
-    table = place.table(**{"data-file.external-paths.strategy": "round-robin"})
+    table = place.table({"data-file.external-paths.strategy": "round-robin"})
     table.append(_rows(0, 10))
     table.append(_rows(10, 10))
     writer = table.new_write()
@@ -189,7 +201,7 @@ def _spelled_as_listed(table: Table, path: str) -> str:
 
 
 def test_rollback_then_orphan_removal_deletes_the_rolled_back_external_files(place: Place) -> None:
-    table = place.table(**{"data-file.external-paths.strategy": "round-robin"})
+    table = place.table({"data-file.external-paths.strategy": "round-robin"})
     table.append(_rows(0, 10))
     first = _live_paths(table)
     table.append(_rows(10, 10))
@@ -204,16 +216,16 @@ def test_rollback_then_orphan_removal_deletes_the_rolled_back_external_files(pla
 def test_java_spelling_of_a_local_external_path_is_live_for_orphan_removal(tmp_path: Path) -> None:
     """Java records ``file:///x`` as ``file:/x``: orphan removal must match it to the listed file."""
     place = Place("local", tmp_path)
-    table = place.table(**{"data-file.external-paths.strategy": "round-robin"})
+    table = place.table({"data-file.external-paths.strategy": "round-robin"})
     writer = table.new_write()
     writer.write(_rows(0, 10))
     messages = [
         dataclasses.replace(
             m,
-            new_files=[
+            new_files=tuple(
                 f.copy(external_path=(f.external_path or "").replace("file:///", "file:/"))
                 for f in m.new_files
-            ],
+            ),
         )
         for m in writer.prepare_commit()
     ]
@@ -235,7 +247,7 @@ def test_external_path_options_are_checked(place: Place) -> None:
             },
         ).append(_rows(0, 1))
     with pytest.raises(ConfigError, match="specific-fs"):
-        place.table(**{"data-file.external-paths.strategy": "specific-fs"}).append(_rows(0, 1))
+        place.table({"data-file.external-paths.strategy": "specific-fs"}).append(_rows(0, 1))
     with pytest.raises(ConfigError, match=r"data-file\.external-paths\.strategy"):
         place.catalog.create_table("db.b", SCHEMA, options={"data-file.external-paths.strategy": "sideways"})
 

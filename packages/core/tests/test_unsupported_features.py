@@ -95,7 +95,7 @@ def test_a_file_of_some_columns_only_is_refused_at_planning(catalog: Catalog) ->
     writer = table.new_write()
     writer.write(pa.table({"id": [1], "payload": [b"a"]}, schema=SCHEMA))
     messages = [
-        dataclasses.replace(m, new_files=[f.copy(write_cols=("id",)) for f in m.new_files])
+        dataclasses.replace(m, new_files=tuple(f.copy(write_cols=("id",)) for f in m.new_files))
         for m in writer.prepare_commit()
     ]
     table.new_commit().commit(messages)
