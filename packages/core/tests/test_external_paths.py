@@ -261,3 +261,21 @@ def test_an_external_path_on_another_storage_is_refused_by_name(place: Place) ->
             options={"data-file.external-paths": other, "data-file.external-paths.strategy": "round-robin"},
         )
     assert info.value.key == "data-file.external-paths"
+
+
+def test_altering_to_an_external_path_on_another_storage_is_refused_before_it_is_written(
+    place: Place,
+) -> None:
+    table = place.catalog.create_table("db.d", SCHEMA)
+    other = "s3://bucket/ext" if place.warehouse.startswith("memory:") else "memory://ext"
+    with pytest.raises(UnsupportedTableFeatureError, match="another storage"):
+        place.catalog.alter_options(
+            "db.d", {"data-file.external-paths": other, "data-file.external-paths.strategy": "round-robin"}
+        )
+    assert place.catalog.get_table("db.d").schema.id == table.schema.id  # still opens, unchanged
+    altered = place.catalog.alter_options(
+        "db.d",
+        {"data-file.external-paths": place.roots[0], "data-file.external-paths.strategy": "round-robin"},
+    )
+    altered.append(_rows(0, 5))
+    assert all(p.startswith(place.roots[0] + "/") for p in _live_paths(altered))
