@@ -33,7 +33,7 @@ from paimon_core.manifest import (
 )
 from paimon_core.options import Options
 from paimon_core.partition import partition_path
-from paimon_core.redaction import get_logger
+from paimon_core.redaction import get_logger, redact
 from paimon_core.schema import SchemaManager, TableSchema
 from paimon_core.snapshot import Snapshot, SnapshotManager
 from paimon_core.storage import StorageBackend, join_path, uri_scheme
@@ -380,5 +380,5 @@ def check_table_features(identifier: str, path: str, schema: TableSchema, option
                 identifier,
                 "an external data path on another storage than the table's",
                 opts.DATA_FILE_EXTERNAL_PATHS.key,
-                f"{root} is {uri_scheme(root)}, the table {uri_scheme(path)}",
+                f"{redact(root)} is {uri_scheme(root)}, the table {uri_scheme(path)}",
             )
