@@ -45,6 +45,7 @@ OTHER_VALUE = {
     "aggregation.remove-record-on-delete": "true",
     "dynamic-bucket.initial-buckets": "3",
     "primary-key.nullable": "true",
+    "data-file.path-directory": "data",
 }
 # Options whose parser takes one value only: they cannot be given another.
 SINGLE_VALUED = {"bucket-function.type", "row-tracking.enabled"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import time
 from typing import Any
 
 import pyarrow as pa
@@ -12,6 +13,7 @@ import pytest
 
 from paimon_core import Catalog
 from paimon_core.errors import AtomicCommitUnsupportedError
+from paimon_core.maintenance import remove_orphan_files
 from paimon_core.storage import get_backend, unwrap
 from paimon_storage import S3Backend
 from paimon_storage.emulators import AZURITE_KEY, PostgresServer
@@ -183,3 +185,43 @@ def test_s3_settings_from_the_environment(s3_store: Store, monkeypatch: pytest.M
     assert "credentials=<from environment>" in repr(backend)
     backend.write_if_absent(f"{root}/x", b"from the environment")
     assert get_backend(root, s3_store.options).read_bytes(f"{root}/x") == b"from the environment"
+
+
+def test_external_data_paths_on_s3(s3_store: Store) -> None:
+    """New files go under ``data-file.external-paths`` (other prefixes of the bucket), found there by reads,
+    expiration and orphan removal."""
+    root = s3_store.root()
+    externals = [f"{root}/ext-a", f"{root}/ext-b"]
+    catalog = Catalog.open(f"{root}/wh", create=True, **s3_store.options)
+    catalog.create_database("db")
+    table = catalog.create_table(
+        "db.t",
+        SCHEMA,
+        partition_keys=["day"],
+        options={
+            "data-file.external-paths": ",".join(externals),
+            "data-file.external-paths.strategy": "round-robin",
+            "snapshot.num-retained.min": "1",
+            "snapshot.num-retained.max": "1",
+        },
+    )
+    table.append(pa.table({"id": [1, 2], "name": ["a", "b"], "day": ["d1", "d2"]}, schema=SCHEMA))
+    first = {e.file.external_path for e in table.live_entries()}
+    table.overwrite(
+        pa.table({"id": [3], "name": ["c"], "day": ["d1"]}, schema=SCHEMA), partition={"day": "d1"}
+    )
+    live = {e.file.external_path for e in table.live_entries()}
+    assert None not in live and all(any(p.startswith(e + "/day=") for e in externals) for p in live if p)
+    assert sorted(table.to_arrow().column("id").to_pylist()) == [2, 3]
+    storage = table.storage
+    assert all(storage.exists(p) for p in live if p)
+    replaced = {p for p in first - live if p}
+    assert replaced and not any(storage.exists(p) for p in replaced)  # expired with snapshot 1
+    writer = table.new_write()
+    writer.write(pa.table({"id": [9], "name": ["z"], "day": ["d2"]}, schema=SCHEMA))
+    [orphan] = [f.external_path for m in writer.prepare_commit() for f in m.new_files]
+    assert orphan is not None and storage.exists(orphan)
+    result = remove_orphan_files(table, now_millis=int(time.time() * 1000) + 2 * 86_400_000)
+    assert result.deleted == (orphan,)
+    assert all(storage.exists(p) for p in live if p)
+    assert sorted(table.to_arrow().column("id").to_pylist()) == [2, 3]

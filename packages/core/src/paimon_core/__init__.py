@@ -32,6 +32,7 @@ from paimon_core.errors import (
     SchemaError,
     SnapshotExpiredError,
     TableNotFoundError,
+    UnsupportedTableFeatureError,
     WarehouseNotFoundError,
 )
 from paimon_core.predicate import Predicate
@@ -85,6 +86,7 @@ __all__ = [
     "TableRead",
     "TableScan",
     "TableWrite",
+    "UnsupportedTableFeatureError",
     "WarehouseNotFoundError",
     "__version__",
     "open_table",

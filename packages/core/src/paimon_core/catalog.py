@@ -43,6 +43,7 @@ from paimon_core.table import (
     Table,
     check_append_table,
     check_primary_key_table,
+    check_table_features,
     data_view,
     split_system_name,
 )
@@ -215,6 +216,9 @@ class Catalog:
         else:
             table_schema = self._append_schema(fields, highest, partition_keys, table_options, comment)
         path = self.table_path(identifier)
+        check_table_features(
+            identifier, path, table_schema, table_options.with_overrides(self.table_defaults)
+        )
         self.storage.mkdirs(path)
         SchemaManager(self.storage, path).create(table_schema)
         logger.info("created table %s at %s", identifier, redact(path))
@@ -343,12 +347,23 @@ class Catalog:
             SchemaError: a change is refused (the message says why); nothing changes.
             ConfigError: an unknown, malformed or immutable option; options the table cannot have together (as
                 at creation).
+            UnsupportedTableFeatureError: the new schema uses a feature not implemented here (an external
+                path on another storage...).
         """
         batch = [changes] if isinstance(changes, SchemaChange) else list(changes)
-        manager = SchemaManager(self.storage, self.table_path(split_system_name(identifier)[0]))
+        path = self.table_path(split_system_name(identifier)[0])
+        manager = SchemaManager(self.storage, path)
         if manager.latest() is None:
             raise self._table_not_found(identifier)
-        manager.commit_change(lambda schema: _checked(apply_changes(schema, batch)))
+
+        def checked(schema: TableSchema) -> TableSchema:
+            altered = _checked(apply_changes(schema, batch))
+            # refused before it is written: a table its handles cannot open would be locked
+            options = Options.of(altered.options).with_overrides(self.table_defaults)
+            check_table_features(identifier, path, altered, options)
+            return altered
+
+        manager.commit_change(checked)
         return self._data_table(identifier)
 
     def add_column(

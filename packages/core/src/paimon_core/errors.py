@@ -34,6 +34,22 @@ class ConfigError(PaimonError, ValueError):
         self.key = key
 
 
+class UnsupportedTableFeatureError(PaimonError, NotImplementedError):
+    """The table uses a feature of Java Paimon that this implementation does not implement (row tracking, data
+    evolution, BLOB columns, an unknown file format...): refused when the table is opened rather than read
+    wrongly. ``feature`` names it; ``key`` is the option that turns it on, when one does."""
+
+    def __init__(self, identifier: str, feature: str, key: str | None = None, detail: str = "") -> None:
+        where = f" ({detail})" if detail else ""
+        super().__init__(
+            f"table {identifier} uses {feature}{where}, which paimon-core does not implement: it cannot "
+            "read or write this table"
+        )
+        self.identifier = identifier
+        self.feature = feature
+        self.key = key
+
+
 class SchemaError(PaimonError, ValueError):
     """A schema is invalid, or data does not fit the table's schema."""
 

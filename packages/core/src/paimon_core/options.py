@@ -159,6 +159,11 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse_choice
 
 
+def _valid_weights(text: str) -> bool:
+    parts = [p.strip() for p in text.split(",")]
+    return all(p.isdigit() and int(p) > 0 for p in parts)
+
+
 def _positive(value: int) -> bool:
     return value > 0
 
@@ -281,6 +286,55 @@ FILE_COMPRESSION_ZSTD_LEVEL: Option[int] = _declare(
 DATA_FILE_PREFIX: Option[str] = _declare(Option("data-file.prefix", _str, "data-", "Data file name prefix."))
 CHANGELOG_FILE_PREFIX: Option[str] = _declare(
     Option("changelog-file.prefix", _str, "changelog-", "Changelog file name prefix.")
+)
+DATA_FILE_PATH_DIRECTORY: Option[str | None] = _declare(
+    Option(
+        "data-file.path-directory",
+        _optional(_str),
+        None,
+        "A directory under the table (and under each external path) that holds the partition and bucket "
+        "directories of data files.",
+        immutable=True,
+    )
+)
+DATA_FILE_EXTERNAL_PATHS: Option[str | None] = _declare(
+    Option(
+        "data-file.external-paths",
+        _optional(_str),
+        None,
+        "Comma-separated URIs (each with a scheme) where new data files are written instead of the table "
+        "directory, as chosen by data-file.external-paths.strategy; manifests record each file's full path.",
+    )
+)
+EXTERNAL_PATH_STRATEGIES = ("none", "specific-fs", "round-robin", "entropy-inject", "weight-robin")
+DATA_FILE_EXTERNAL_PATHS_STRATEGY: Option[str] = _declare(
+    Option(
+        "data-file.external-paths.strategy",
+        _choice(*EXTERNAL_PATH_STRATEGIES),
+        "none",
+        "How a new data file picks one of data-file.external-paths: none (the table directory), "
+        "specific-fs (the paths of the scheme data-file.external-paths.specific-fs, in turn), round-robin, "
+        "entropy-inject (in turn, under hash directories of the file name) or weight-robin "
+        "(data-file.external-paths.weights).",
+    )
+)
+DATA_FILE_EXTERNAL_PATHS_SPECIFIC_FS: Option[str | None] = _declare(
+    Option(
+        "data-file.external-paths.specific-fs",
+        _optional(_str),
+        None,
+        "The scheme (s3, oss...) of the external paths the specific-fs strategy uses.",
+    )
+)
+DATA_FILE_EXTERNAL_PATHS_WEIGHTS: Option[str | None] = _declare(
+    Option(
+        "data-file.external-paths.weights",
+        _optional(_str),
+        None,
+        "Positive integer weights, comma-separated, one per external path, for the weight-robin strategy.",
+        check=lambda v: v is None or _valid_weights(v),
+        check_doc="must be positive integers, comma-separated",
+    )
 )
 FILE_SUFFIX_INCLUDE_COMPRESSION: Option[bool] = _declare(
     Option("file.suffix.include.compression", parse_bool, False, "Put the codec in data file names.")

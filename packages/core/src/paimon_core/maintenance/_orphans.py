@@ -1,7 +1,8 @@
 """``remove_orphan_files`` (docs/format.md#orphan-files): delete files that no snapshot and no tag uses, once old enough.
 
 Used set: every snapshot still present and every tag (of the table and of its branches). Candidates: the
-files of ``manifest/`` and ``index/``, the files of every ``bucket-*`` directory of the partition tree, and stray files in
+files of ``manifest/`` and ``index/``, the files of every ``bucket-*`` directory of the partition tree (of the table
+and of each of ``data-file.external-paths``), and stray files in
 ``snapshot/`` (not a hint or a retained ``snapshot-N``). A candidate goes when it is unused and older than
 ``older_than`` (default: a day ago), so files of writes still in progress are never touched. Anything that
 cannot be read while building the used set aborts the run before a single deletion.
@@ -15,12 +16,13 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from paimon_core import options as opts
 from paimon_core.errors import ConfigError, CorruptMetadataError
-from paimon_core.maintenance._reach import Reach, reach
+from paimon_core.maintenance._reach import Reach, reach, same_file
 from paimon_core.options import to_millis
 from paimon_core.progress import Progress, resolve_progress
 from paimon_core.snapshot import Snapshot, SnapshotManager
-from paimon_core.storage import FileInfo, join_path
+from paimon_core.storage import FileInfo, join_path, uri_scheme
 from paimon_core.tag import TagManager
 
 if TYPE_CHECKING:
@@ -121,7 +123,7 @@ def _is_used(info: FileInfo, where: _Where, used: Reach) -> bool:
         return info.name in used.metadata
     if where == "index":
         return info.name in used.index
-    return info.path in used.data
+    return same_file(info.path) in used.data
 
 
 def _candidates(table: TableStore) -> list[tuple[FileInfo, _Where]]:
@@ -156,8 +158,18 @@ def _stray_in_snapshot_dir(name: str, earliest: int | None) -> bool:
 
 
 def _bucket_dirs(table: TableStore) -> list[str]:
-    """``bucket-*`` directories under the partition tree (one level per partition key)."""
-    level = [table.path.rstrip("/")]
+    """``bucket-*`` directories under the partition tree (one level per partition key) of the table and of
+    each of ``data-file.external-paths`` (as Java lists them; whatever the strategy now, files may be there)."""
+    found = _buckets_under(table, table.data_dir())
+    directory = table.options.get_option(opts.DATA_FILE_PATH_DIRECTORY) or ""
+    for root in (table.options.get_option(opts.DATA_FILE_EXTERNAL_PATHS) or "").split(","):
+        if root.strip() and uri_scheme(root.strip()) == uri_scheme(table.path):  # others: another store
+            found += _buckets_under(table, join_path(root.strip(), directory))
+    return found
+
+
+def _buckets_under(table: TableStore, top: str) -> list[str]:
+    level = [top]
     for _ in table.partition_keys:
         below = []
         for directory in level:

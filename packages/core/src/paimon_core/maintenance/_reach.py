@@ -3,6 +3,7 @@ mark-and-sweep)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from paimon_core.manifest import (
     read_manifest_list,
 )
 from paimon_core.snapshot import Snapshot
-from paimon_core.storage import StorageBackend, join_path, parent_path
+from paimon_core.storage import StorageBackend, join_path, local_path, parent_path, uri_scheme
 from paimon_core.table import real_changelog_path
 
 if TYPE_CHECKING:
@@ -72,8 +73,18 @@ def reach(table: TableStore, snapshots: Iterable[Snapshot]) -> Reach:
         changelog_entries = list(
             pool.map(lambda m: _unless_gone(table, m, read_manifest_file), sorted(changelogs))
         )
-    found.data.update(_paths(table, [e for chunk in [*entries, *changelog_entries] for e in chunk]))
+    chunks = [*entries, *changelog_entries]
+    found.data.update(same_file(p) for p in _paths(table, [e for chunk in chunks for e in chunk]))
     return found
+
+
+def same_file(path: str) -> str:
+    """One spelling per file, to compare listed paths with recorded ones: Java records an external path of
+    ``file:///x`` as ``file:/x``, and a local table's own paths may be plain."""
+    if uri_scheme(path) == "file":
+        with contextlib.suppress(ValueError):
+            return local_path(path)
+    return join_path(path)
 
 
 def _unless_gone(table: TableStore, name: str, read: Callable[[StorageBackend, str], list[_T]]) -> list[_T]:

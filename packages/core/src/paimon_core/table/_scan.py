@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from paimon_core import options as opts
 from paimon_core._gc import gc_paused
-from paimon_core.errors import CorruptMetadataError, SchemaError
+from paimon_core.errors import CorruptMetadataError, SchemaError, UnsupportedTableFeatureError
 from paimon_core.manifest import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta, read_manifest_list
 from paimon_core.predicate import Predicate
 from paimon_core.snapshot import CommitKind, Snapshot
@@ -300,6 +300,15 @@ def make_splits(
     for entry in entries:
         if entry.bucket == POSTPONE_BUCKET:
             continue  # not visible until a compaction moves it into a real bucket, as in Java
+        if entry.file.write_cols is not None:
+            # a file of some columns only, merged with others by row id: a table of data evolution
+            raise UnsupportedTableFeatureError(
+                table.identifier,
+                "data evolution",
+                "data-evolution.enabled",
+                f"data file {entry.file.file_name} holds only the columns {', '.join(entry.file.write_cols)} "
+                "(_WRITE_COLS)",
+            )
         groups.setdefault((entry.partition, entry.bucket), []).append(entry.file)
     splits = []
     for (partition, bucket), files in groups.items():

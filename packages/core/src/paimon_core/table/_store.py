@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from paimon_core import options as opts
 from paimon_core.binary_row import deserialize_row
-from paimon_core.errors import ConfigError
+from paimon_core.errors import ConfigError, UnsupportedTableFeatureError
 from paimon_core.manifest import (
     DataFileMeta,
     IndexManifestEntry,
@@ -33,12 +33,14 @@ from paimon_core.manifest import (
 )
 from paimon_core.options import Options
 from paimon_core.partition import partition_path
-from paimon_core.redaction import get_logger
+from paimon_core.redaction import get_logger, redact
 from paimon_core.schema import SchemaManager, TableSchema
 from paimon_core.snapshot import Snapshot, SnapshotManager
-from paimon_core.storage import StorageBackend, join_path
+from paimon_core.storage import StorageBackend, join_path, uri_scheme
 from paimon_core.table._compacted_changelog import real_changelog_path
 from paimon_core.table._entries import LiveFileIndex, live_entries
+from paimon_core.table._external import ExternalPaths, external_roots
+from paimon_core.table._features import check_supported_features
 from paimon_core.table._messages import CommitMessage
 from paimon_core.types import DataType, to_arrow_schema
 
@@ -167,6 +169,7 @@ class TableStore:
         self.options = stored.with_overrides(dynamic)
         if dynamic:
             _check_dynamic_options(stored, self.options)
+        check_table_features(self.identifier, self.path, schema, self.options)
         self.schema_manager = SchemaManager(storage, self.path)
         self.snapshot_manager = SnapshotManager(storage, self.path)
         self._partition_cache: dict[bytes, dict[str, Any]] = {}
@@ -259,23 +262,37 @@ class TableStore:
         return values
 
     def bucket_dir(self, partition: bytes, bucket: int) -> str:
+        """The directory of a bucket's data files under the table (``data-file.path-directory``, the
+        partition directories, ``bucket-N``); a file with an external path lives there instead."""
         key = (partition, bucket)
         directory = self._bucket_dirs.get(key)
         if directory is None:
-            values = self.partition_values(partition)
-            relative = partition_path(
-                self.partition_keys,
-                [values[k] for k in self.partition_keys],
-                self.partition_types,
-                self.options.get_option(opts.PARTITION_DEFAULT_NAME),
-                self.options.get_option(opts.PARTITION_LEGACY_NAME),
-            )
-            base = join_path(self.path, relative) if relative else self.path
-            directory = join_path(
-                base, "bucket-postpone" if bucket == POSTPONE_BUCKET else f"bucket-{bucket}"
-            )
+            directory = join_path(self.path, self.relative_bucket_dir(partition, bucket))
             self._bucket_dirs[key] = directory
         return directory
+
+    def relative_bucket_dir(self, partition: bytes, bucket: int) -> str:
+        """:meth:`bucket_dir` relative to the table (and to each external path)."""
+        values = self.partition_values(partition)
+        relative = partition_path(
+            self.partition_keys,
+            [values[k] for k in self.partition_keys],
+            self.partition_types,
+            self.options.get_option(opts.PARTITION_DEFAULT_NAME),
+            self.options.get_option(opts.PARTITION_LEGACY_NAME),
+        )
+        name = "bucket-postpone" if bucket == POSTPONE_BUCKET else f"bucket-{bucket}"
+        directory = self.options.get_option(opts.DATA_FILE_PATH_DIRECTORY) or ""
+        return join_path(directory, relative, name)
+
+    def external_paths(self, partition: bytes, bucket: int) -> ExternalPaths | None:
+        """Where the new data files of a bucket go when ``data-file.external-paths`` sends them out of the
+        table (None: into :meth:`bucket_dir`); each writer takes its own, as each Java writer does."""
+        return ExternalPaths.of(self.options, self.relative_bucket_dir(partition, bucket))
+
+    def data_dir(self) -> str:
+        """The directory above the partition directories (``data-file.path-directory`` under the table)."""
+        return join_path(self.path, self.options.get_option(opts.DATA_FILE_PATH_DIRECTORY) or "")
 
     def delete_new_files(self, messages: Sequence[CommitMessage]) -> None:
         """Delete the files that uncommitted messages add (new files and compaction outputs).
@@ -344,3 +361,24 @@ def _check_dynamic_options(stored: Options, merged: Options) -> None:
     except ConfigError:
         return  # written so by an older version: refusing here would lock the table
     opts.check_consistency(merged)
+
+
+def check_table_features(identifier: str, path: str, schema: TableSchema, options: Options) -> None:
+    """Refuse, when a table is created or opened, what this implementation cannot read or write right: a
+    feature of Java Paimon it does not implement, external paths on another storage than the table's, or
+    external path options that choose no path.
+
+    Raises:
+        UnsupportedTableFeatureError: naming the feature and its option.
+        ConfigError: the external path options are wrong.
+    """
+    check_supported_features(identifier, schema, options)
+    # External paths must be on the table's own storage: one backend reads and writes a table here.
+    for root in external_roots(options):
+        if uri_scheme(root) != uri_scheme(path):
+            raise UnsupportedTableFeatureError(
+                identifier,
+                "an external data path on another storage than the table's",
+                opts.DATA_FILE_EXTERNAL_PATHS.key,
+                f"{redact(root)} is {uri_scheme(root)}, the table {uri_scheme(path)}",
+            )

@@ -20,12 +20,12 @@ from paimon_core.binary_row import EMPTY_ROW, serialize_row
 from paimon_core.bucket import assign_buckets
 from paimon_core.errors import ConfigError, DataFileError, PaimonError, StorageError
 from paimon_core.manifest import DataFileMeta, SimpleStats, local_wall_clock_millis
-from paimon_core.partition import partition_path
 from paimon_core.redaction import get_logger
 from paimon_core.stats import StatsCollector
 from paimon_core.storage import join_path, shown_path
 from paimon_core.table._convert import conform_batch, iter_batches
 from paimon_core.table._entries import live_entries
+from paimon_core.table._external import ExternalPaths
 from paimon_core.table._messages import CommitMessage
 from paimon_core.table._split import group_rows, pieces
 from paimon_core.table._store import BucketCompaction
@@ -70,6 +70,7 @@ class _OpenFile:
     min_seq: int
     key_value: KeyValueFileStats | None = None
     rows: int = 0
+    external: bool = False  # under one of data-file.external-paths: the manifest records its full path
 
 
 def check_writable_format(table: TableStore) -> None:
@@ -136,9 +137,11 @@ class DataFileWriter:
     _compression_ratio: float = 1.0
     _small_run: int = 0  # how many of the last buffered batches are small (merged once there are many)
     _held: int = 0
+    _external: ExternalPaths | None = None
 
     def __post_init__(self) -> None:
         check_writable_format(self.table)
+        self._external = self.table.external_paths(self.partition, self.bucket)
         block_size = self.table.options.parquet_block_size()
         self.row_group_bytes = min(self.row_group_bytes or block_size, block_size)
         if self.dictionary is None:
@@ -265,7 +268,10 @@ class DataFileWriter:
         prefix = self.name_prefix or table.options.get_option(opts.DATA_FILE_PREFIX)
         name = f"{prefix}{self._file_uuid}-{self._file_counter}.parquet"
         self._file_counter += 1
-        path = join_path(self.directory, name)
+        external = self._external is not None
+        path = (
+            self._external.next_path(name) if self._external is not None else join_path(self.directory, name)
+        )
         try:
             stream = table.storage.open_output(path)
         except OSError as exc:
@@ -297,7 +303,7 @@ class DataFileWriter:
             footer_schema=file_schema,  # min/max as the Parquet writer computed them (stats.py)
         )
         key_value = self.layout.new_file_stats(file_schema) if self.layout is not None else None
-        self._file = _OpenFile(name, path, stream, writer, stats, self.next_seq, key_value)
+        self._file = _OpenFile(name, path, stream, writer, stats, self.next_seq, key_value, external=external)
         return self._file
 
     def roll(self) -> None:
@@ -345,7 +351,7 @@ class DataFileWriter:
                 embedded_index=None,
                 file_source=self.file_source,
                 value_stats_cols=stats_cols,
-                external_path=None,
+                external_path=open_file.path if open_file.external else None,
                 first_row_id=None,
                 write_cols=None,
             )
@@ -359,7 +365,7 @@ class DataFileWriter:
 
     def abort(self) -> list[str]:
         """Close quietly and return the paths of every file this writer created."""
-        paths = [join_path(self.directory, f.file_name) for f in self.written]
+        paths = [f.external_path or join_path(self.directory, f.file_name) for f in self.written]
         if self._file is not None:
             try:
                 self._file.writer.close()
@@ -478,7 +484,6 @@ class TableWrite:
         self.table = table
         options = table.options
         self._writers: dict[tuple[bytes, int], DataFileWriter] = {}
-        self._paths: dict[bytes, str] = {}
         self._serialized: dict[tuple[Any, ...], bytes] = {}  # partition values -> BinaryRow bytes
         self._arrow_schema = table.arrow_schema
         self._memory = MemoryPlan(options.get_option(opts.WRITE_BUFFER_SIZE), options.parquet_block_size())
@@ -560,21 +565,10 @@ class TableWrite:
         key = (partition, bucket)
         writer = self._writers.get(key)
         if writer is None:
-            directory = self._paths.get(partition)
-            if directory is None:
-                relative = partition_path(
-                    table.partition_keys,
-                    list(partition_values),
-                    table.partition_types,
-                    table.options.get_option(opts.PARTITION_DEFAULT_NAME),
-                    table.options.get_option(opts.PARTITION_LEGACY_NAME),
-                )
-                directory = join_path(table.path, relative) if relative else table.path
-                self._paths[partition] = directory
             writer = DataFileWriter(
                 table=table,
                 partition=partition,
-                directory=join_path(directory, f"bucket-{bucket}"),
+                directory=table.bucket_dir(partition, bucket),
                 bucket=bucket,
                 next_seq=self._restore_sequence(partition, bucket),
                 target_size=self._target_size,

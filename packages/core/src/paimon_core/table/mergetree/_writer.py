@@ -431,7 +431,7 @@ class MergeTreeWriter:
 
     def _delete(self, file: DataFileMeta) -> None:
         try:
-            self.table.storage.delete(join_path(self.directory, file.file_name))
+            self.table.storage.delete(file.external_path or join_path(self.directory, file.file_name))
         except OSError:
             logger.warning("could not delete intermediate file %s", file.file_name, exc_info=True)
 
@@ -493,7 +493,7 @@ class MergeTreeWriter:
         """Files this writer wrote that no commit holds yet (for an abort)."""
         before = set(self.compact_before)
         return [
-            join_path(self.directory, f.file_name)
+            f.external_path or join_path(self.directory, f.file_name)
             for f in (*self.new_files, *self.compact_after, *self.changelog_files, *self.compact_changelog)
             if f.file_name not in before
         ]
