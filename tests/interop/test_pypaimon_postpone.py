@@ -61,7 +61,12 @@ def test_pypaimon_postponed_rows_are_invisible_kept_by_maintenance_and_compacted
                for e in ours.get_table("db.pp").live_entries())  # fmt: skip
 
     ours.get_table("db.pp").compact()
-    expected = [{"id": 1, "name": "a"}, {"id": 2, "name": "B"}, {"id": 3, "name": "c"}, {"id": 4, "name": "d"}]
+    expected = [
+        {"id": 1, "name": "a"},
+        {"id": 2, "name": "B"},
+        {"id": 3, "name": "c"},
+        {"id": 4, "name": "d"},
+    ]
     assert _sorted(ours.get_table("db.pp").to_arrow(), ["id"]) == expected
     assert _sorted(pypaimon.read("db.pp"), ["id"]) == expected
     # pypaimon keeps writing postponed rows; the next compaction here merges them into the same buckets
@@ -87,11 +92,15 @@ def test_our_postponed_writes_look_like_pypaimons_and_compact_for_it(ours: Catal
     ours_entries = mine.live_entries()
 
     def shape(entries: list[Any]) -> set[tuple[int, int, int, int, int]]:
-        return {(e.bucket, e.total_buckets, e.file.level, e.file.file_source, e.file.row_count) for e in entries}
+        return {
+            (e.bucket, e.total_buckets, e.file.level, e.file.file_source, e.file.row_count) for e in entries
+        }
 
     assert shape(ours_entries) == shape(theirs)
     for ours_entry, their_entry in zip(
-        sorted(ours_entries, key=lambda e: e.partition), sorted(theirs, key=lambda e: e.partition), strict=True
+        sorted(ours_entries, key=lambda e: e.partition),
+        sorted(theirs, key=lambda e: e.partition),
+        strict=True,
     ):
         # both name a writer's files <data-file.prefix>-u-<user>-s-<writer id>-w-<uuid>-<n> (Java's pattern)
         assert ours_entry.file.file_name.split("-u-")[0] == their_entry.file.file_name.split("-u-")[0]
