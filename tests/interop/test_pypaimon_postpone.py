@@ -33,7 +33,8 @@ PARTITIONED = pa.schema(
 
 
 def _sorted(rows: pa.Table, keys: list[str]) -> list[dict[str, Any]]:
-    return rows.sort_by([(k, "ascending") for k in keys]).to_pylist()
+    ordered: list[dict[str, Any]] = rows.sort_by([(k, "ascending") for k in keys]).to_pylist()
+    return ordered
 
 
 def _postponed(table: Any) -> list[Any]:

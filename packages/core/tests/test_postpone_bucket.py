@@ -44,8 +44,8 @@ def create(catalog: Catalog, name: str = "db.pp", **options: str) -> Any:
 
 
 def data(rows: Sequence[tuple[str, int, str | None, int | None]]) -> pa.Table:
-    columns = list(zip(*rows, strict=True)) if rows else [[], [], [], []]
-    return pa.table({f.name: list(c) for f, c in zip(SCHEMA, columns, strict=True)}, schema=SCHEMA)
+    columns: list[list[Any]] = [[row[i] for row in rows] for i in range(len(SCHEMA))]
+    return pa.table({f.name: c for f, c in zip(SCHEMA, columns, strict=True)}, schema=SCHEMA)
 
 
 def content(table: Any) -> dict[tuple[str, int], tuple[Any, Any]]:

@@ -23,7 +23,7 @@ from paimon_core import options as opts
 from paimon_core.compact._bucketed import BucketCompactManager, pick_full_compaction
 from paimon_core.compact._coordinator import TableCoordinator
 from paimon_core.compact._partitions import PartitionFilter, PartitionSpecs
-from paimon_core.compact._postpone import PostponeCompactTask, plan_postpone, postpone_removals
+from paimon_core.compact._postpone import plan_postpone, postpone_removals
 from paimon_core.compact._runner import CompactionTask, LocalRunner, TaskRunner, delete_outputs
 from paimon_core.compact._sort import SortCompactTask, check_sort_columns
 from paimon_core.compact._task import CompactTask
@@ -385,7 +385,7 @@ class CompactJob:
                 messages = []
                 result.conflicted = True
             if messages and self.postpone:
-                messages += postpone_removals([t for t in tasks if isinstance(t, PostponeCompactTask)])
+                messages += postpone_removals(tasks)
             if messages:
                 result.snapshots, result.conflicted = self.commit(messages)
         self.summary.snapshots.extend(result.snapshots)

@@ -202,11 +202,11 @@ def _written_order(files: Sequence[DataFileMeta]) -> list[DataFileMeta]:
     return ordered
 
 
-def postpone_removals(tasks: Sequence[PostponeCompactTask]) -> list[CommitMessage]:
-    """The messages that remove the postponed files the tasks moved (one per partition)."""
+def postpone_removals(tasks: Sequence[object]) -> list[CommitMessage]:
+    """The messages that remove the postponed files the (postpone) tasks moved, one per partition."""
     seen: dict[bytes, tuple[DataFileMeta, ...]] = {}
     for task in tasks:
-        if task.postponed:
+        if isinstance(task, PostponeCompactTask) and task.postponed:
             seen[task.partition] = task.postponed
     return [
         CommitMessage(partition, POSTPONE_BUCKET, POSTPONE_BUCKET, compact_before=files)
