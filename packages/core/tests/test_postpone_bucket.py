@@ -262,3 +262,17 @@ def test_two_compactions_racing_merge_each_row_once(catalog: Catalog) -> None:
         for m in messages
         for f in m.compact_after
     )
+
+
+def test_cli_writes_postponed_rows_and_compacts_them(catalog: Catalog, tmp_path: Path) -> None:
+    from paimon_core.cli import main
+
+    table = create(catalog)
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(
+        '{"dt": "a", "id": 1, "name": "x", "score": 1}\n{"dt": "a", "id": 1, "name": "y", "score": 2}\n'
+    )
+    assert main(["write", table.path, str(rows)]) == 0
+    assert len(postponed(table)) == 1 and content(table) == {}
+    assert main(["compact", table.path, "--no-progress", "--threads"]) == 0
+    assert content(table) == {("a", 1): ("y", 2)} and not postponed(table)
