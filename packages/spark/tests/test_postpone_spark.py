@@ -76,7 +76,8 @@ def test_batch_sinks_postpone_and_spark_compaction_merges(spark: Any, warehouse:
         spark, warehouse=warehouse, table="db.t", options="postpone.default-bucket-num=2", progress=False
     )
     assert summary.snapshots
-    assert table(warehouse).latest_snapshot().commit_kind == CommitKind.COMPACT
+    latest = table(warehouse).latest_snapshot()
+    assert latest is not None and latest.commit_kind == CommitKind.COMPACT
     expected = {(k, p): v for k, p, v in first}
     expected.update({(k, p): v for k, p, v in second})
     assert content(warehouse) == expected
