@@ -15,9 +15,11 @@ import pyarrow as pa
 import pytest
 
 from paimon_core import Catalog
+from paimon_core import options as opts
 from paimon_core.maintenance import expire_snapshots, remove_orphan_files
 from paimon_core.storage import join_path
 from paimon_core.table import POSTPONE_BUCKET
+from paimon_core.table.mergetree import postpone_write_table
 
 pytestmark = pytest.mark.interop
 
@@ -105,6 +107,11 @@ def test_our_postponed_writes_look_like_pypaimons_and_compact_for_it(ours: Catal
     ):
         # both name a writer's files <data-file.prefix>-u-<user>-s-<writer id>-w-<uuid>-<n> (Java's pattern)
         assert ours_entry.file.file_name.split("-u-")[0] == their_entry.file.file_name.split("-u-")[0]
+        # pypaimon writes them in Avro, as Java; so do we where this build writes Avro (else in Parquet)
+        their_format = their_entry.file.file_name.rsplit(".", 1)[1]
+        assert their_format == "avro"
+        writes_avro = postpone_write_table(mine).options.get_option(opts.FILE_FORMAT) == "avro"
+        assert ours_entry.file.file_name.rsplit(".", 1)[1] == (their_format if writes_avro else "parquet")
         assert "-s-" in ours_entry.file.file_name and "-w-" in ours_entry.file.file_name
     assert pypaimon.read("db.mine").num_rows == 0  # pypaimon does not see our postponed rows either
 

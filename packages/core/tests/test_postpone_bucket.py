@@ -19,12 +19,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from paimon_core import Catalog, CommitMessage
+from paimon_core import options as opts
 from paimon_core.bucket import assign_buckets
 from paimon_core.compact import CompactJob, LocalRunner, compact_table, postpone_removals
 from paimon_core.errors import MergeError
 from paimon_core.snapshot import CommitKind
 from paimon_core.storage import join_path
 from paimon_core.table import POSTPONE_BUCKET, TableStore
+from paimon_core.table.mergetree import postpone_write_table
 
 SCHEMA = pa.schema(
     [
@@ -34,7 +36,7 @@ SCHEMA = pa.schema(
         pa.field("score", pa.int64()),
     ]
 )
-_JAVA_PREFIX = re.compile(r"^data--u-.+-s-\d+-w-.+-\d+\.parquet$")
+_JAVA_PREFIX = re.compile(r"^data--u-.+-s-\d+-w-.+-\d+\.(\w+)$")
 
 
 def create(catalog: Catalog, name: str = "db.pp", **options: str) -> Any:
@@ -70,7 +72,9 @@ def test_writes_wait_in_bucket_postpone_as_java_writes_them(catalog: Catalog) ->
         meta = entry.file
         assert meta.level == 0 and meta.file_source == 0  # an APPEND level-0 file
         assert (meta.min_sequence_number, meta.max_sequence_number) == (-1, -1)  # Java's unknown sequence
-        assert _JAVA_PREFIX.match(meta.file_name), meta.file_name
+        named = _JAVA_PREFIX.match(meta.file_name)
+        assert named, meta.file_name
+        assert named.group(1) == postpone_write_table(table).options.get_option(opts.FILE_FORMAT)
         path = join_path(table.bucket_dir(entry.partition, entry.bucket), meta.file_name)
         assert "/bucket-postpone/" in path and Path(path).is_file()
     # one writer per append: each has its own prefix, shared by its files

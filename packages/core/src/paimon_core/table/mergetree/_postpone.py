@@ -6,6 +6,10 @@ every record of a partition, in arrival order, into level-0 files of bucket -2 (
 there is no merge tree to restore and nothing to compact. Readers do not see these files; a compaction
 (:mod:`paimon_core.compact`) assigns their rows to real buckets and merges them there.
 
+The files are Avro without value statistics where this build writes Avro and Avro holds the table's
+columns (Java's writer sets ``file.format = avro`` and ``metadata.stats-mode = none`` for them, and keeps
+the table's format when Avro cannot hold a column); otherwise in the table's ``file.format``.
+
 Each writer names its files ``<data-file.prefix>-u-<user>-s-<writer id>-w-<uuid>-<n>``, Java's pattern, so a
 compaction can tell one writer's files (and their order) from another's.
 """
@@ -21,17 +25,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core import options as opts
-from paimon_core.errors import MergeError
+from paimon_core.errors import ConfigError, MergeError, SchemaError
 from paimon_core.table._messages import CommitMessage
 from paimon_core.table._store import POSTPONE_BUCKET
-from paimon_core.table._write import DataFileWriter
+from paimon_core.table._write import DataFileWriter, check_writable_format
 from paimon_core.table.mergetree._layout import KeyValueLayout, is_add
 from paimon_core.table.mergetree._merge import MergeEngine
 
 if TYPE_CHECKING:
     from paimon_core.table._store import TableStore
 
-__all__ = ["UNKNOWN_SEQUENCE", "PostponeBucketWriter", "postpone_file_prefix", "writer_prefix"]
+__all__ = [
+    "UNKNOWN_SEQUENCE",
+    "PostponeBucketWriter",
+    "postpone_file_prefix",
+    "postpone_write_table",
+    "writer_prefix",
+]
 
 UNKNOWN_SEQUENCE = -1  # Java's KeyValue.UNKNOWN_SEQUENCE: a postponed record gets its number when compacted
 _FILE_SOURCE_APPEND = 0
@@ -44,6 +54,17 @@ def postpone_file_prefix(table: TableStore) -> str:
     user = uuid.uuid4()
     writer_id = random.randrange(2**31 - 1)  # Java: a random non-negative int per writer
     return f"{prefix}-u-{user}-s-{writer_id}{_WRITER_MARK}"
+
+
+def postpone_write_table(table: TableStore) -> TableStore:
+    """The table as a postpone writer writes it: Avro files without value statistics, as Java's, when Avro
+    can be written here and holds the table's columns; else the table unchanged."""
+    try:
+        avro = table.copy({opts.FILE_FORMAT.key: "avro", opts.STATS_MODE.key: "none"})
+        check_writable_format(avro)
+    except (ConfigError, SchemaError):
+        return table
+    return avro
 
 
 def writer_prefix(file_name: str) -> str:
@@ -74,7 +95,7 @@ class PostponeBucketWriter:
         self.retract_checked = False
         options = table.options
         self.writer = DataFileWriter(
-            table=table,
+            table=postpone_write_table(table),
             partition=partition,
             directory=self.directory,
             bucket=POSTPONE_BUCKET,
