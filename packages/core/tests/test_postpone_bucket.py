@@ -280,3 +280,14 @@ def test_cli_writes_postponed_rows_and_compacts_them(catalog: Catalog, tmp_path:
     assert len(postponed(table)) == 1 and content(table) == {}
     assert main(["compact", table.path, "--no-progress", "--threads"]) == 0
     assert content(table) == {("a", 1): ("y", 2)} and not postponed(table)
+
+
+def test_a_compaction_larger_than_the_write_buffer_spills_and_merges_in_order(catalog: Catalog) -> None:
+    table = create(catalog, **{"write-buffer-size": "256 kb", "write-buffer-spillable": "true"})
+    expected: dict[tuple[str, int], tuple[Any, Any]] = {}
+    for round_ in range(3):
+        rows = [("a", i, f"r{round_}-{i}" * 4, round_) for i in range(round_ * 500, round_ * 500 + 3000)]
+        table.append(data(rows))
+        expected.update({(dt, i): (name, score) for dt, i, name, score in rows})
+    table.compact()
+    assert content(table) == expected

@@ -30,6 +30,7 @@ import pyarrow as pa
 from paimon_core import options as opts
 from paimon_core.bucket import assign_buckets
 from paimon_core.manifest import DataFileMeta, IndexFileMeta, ManifestEntry
+from paimon_core.storage import join_path
 from paimon_core.table import POSTPONE_BUCKET, CommitMessage, DataSplit
 from paimon_core.table.mergetree import KeyValueTableRead, MergeTreeWriter, writer_prefix
 
@@ -79,6 +80,8 @@ class PostponeCompactTask:
         try:
             for values, kinds in self._records(table):
                 tree.write(values, kinds)
+                if tree.buffered_bytes > tree.buffer_limit:
+                    tree.spill()  # write-buffer-size bounds the task as it bounds a writer
             tree.compact_picked()
             message = tree.prepare_commit()
         except BaseException:
@@ -130,7 +133,7 @@ def _as_compaction(table: TableStore, message: CommitMessage, total_buckets: int
     directory = table.bucket_dir(message.partition, message.bucket)
     for file in message.new_files:
         if file.file_name not in new and file.file_name not in kept:
-            table.storage.delete(file.external_path or f"{directory}/{file.file_name}")
+            table.storage.delete(file.external_path or join_path(directory, file.file_name))
     return replace(
         message,
         total_buckets=total_buckets,
