@@ -291,3 +291,15 @@ def test_a_compaction_larger_than_the_write_buffer_spills_and_merges_in_order(ca
         expected.update({(dt, i): (name, score) for dt, i, name, score in rows})
     table.compact()
     assert content(table) == expected
+
+
+def test_first_row_keeps_the_first_postponed_row(catalog: Catalog) -> None:
+    table = create(catalog, **{"merge-engine": "first-row"})
+    table.append(data([("a", 1, "first", 1), ("a", 1, "second", 2)]))
+    table.append(data([("a", 2, "x", 2)]))
+    table.compact()
+    table.append(data([("a", 1, "third", 3), ("a", 2, "y", 3)]))
+    table.compact()
+    assert content(table) == {("a", 1): ("first", 1), ("a", 2): ("x", 2)}
+    with pytest.raises(MergeError):
+        table.delete(data([("a", 1, None, None)]))
