@@ -114,7 +114,6 @@ def test_bad_input_is_refused_before_anything_is_written(catalog: Catalog) -> No
     ("kwargs", "error", "match"),
     [
         ({"options": {"bucket-key": "id"}}, ConfigError, "bucket-key"),
-        ({"options": {"bucket": "-2"}}, ConfigError, "postpone"),
         ({"options": {"bucket": "0"}}, ConfigError, "bucket"),
         ({"primary_keys": ["id"], "partition_keys": ["dt"]}, SchemaError, "cross-partition"),
         ({"primary_keys": ["dt"], "partition_keys": ["dt"]}, SchemaError, "partition"),

@@ -208,11 +208,23 @@ BUCKET: Option[int] = _declare(
         int,
         -1,
         "Buckets per partition: N > 0 = fixed buckets; -1 = unaware-bucket append table, or dynamic buckets "
-        "for a primary-key table; -2 = Paimon's postpone mode (refused here).",
+        "for a primary-key table; -2 = postpone mode (a primary-key table's writes wait in bucket-postpone/, "
+        "invisible, until a compaction moves them into real buckets).",
         check=lambda v: v in (-1, -2) or v > 0,
         check_doc="must be -1, -2 or a positive number",
         dynamic=False,  # it places every key: a rescale changes it (an ALTER, then an INSERT OVERWRITE)
         change_refusal=_bucket_change_refusal,
+    )
+)
+POSTPONE_DEFAULT_BUCKET_NUM: Option[int] = _declare(
+    Option(
+        "postpone.default-bucket-num",
+        int,
+        1,
+        "Buckets of a partition of a postpone-bucket table (bucket = -2) when a compaction first moves its "
+        "rows into real buckets (a partition that has real buckets keeps their number).",
+        check=lambda v: v > 0,
+        check_doc="must be a positive number",
     )
 )
 BUCKET_KEY: Option[str | None] = _declare(

@@ -40,6 +40,7 @@ from paimon_core.compact._inline import (
 )
 from paimon_core.compact._job import MODES, CompactJob, CompactSummary, Progress, compact_table
 from paimon_core.compact._partitions import PartitionFilter, parse_partition_specs
+from paimon_core.compact._postpone import PostponeCompactTask, plan_postpone, postpone_removals
 from paimon_core.compact._runner import CompactionTask, LocalRunner, TaskRunner, delete_outputs, run_task
 from paimon_core.compact._sort import ORDER_STRATEGIES, SortCompactTask, sort_table, z_order_key
 from paimon_core.compact._task import CompactTask, rewrite_files
@@ -63,6 +64,7 @@ __all__ = [
     "InlineCompactor",
     "LocalRunner",
     "PartitionFilter",
+    "PostponeCompactTask",
     "Progress",
     "SortCompactTask",
     "TableCoordinator",
@@ -74,6 +76,8 @@ __all__ = [
     "pack",
     "parse_partition_specs",
     "pick_full_compaction",
+    "plan_postpone",
+    "postpone_removals",
     "precommit_compact",
     "precommit_compact_changelog",
     "precommit_enabled",

@@ -23,6 +23,7 @@ from paimon_core import options as opts
 from paimon_core.compact._bucketed import BucketCompactManager, pick_full_compaction
 from paimon_core.compact._coordinator import TableCoordinator
 from paimon_core.compact._partitions import PartitionFilter, PartitionSpecs
+from paimon_core.compact._postpone import plan_postpone, postpone_removals
 from paimon_core.compact._runner import CompactionTask, LocalRunner, TaskRunner, delete_outputs
 from paimon_core.compact._sort import SortCompactTask, check_sort_columns
 from paimon_core.compact._task import CompactTask
@@ -45,12 +46,12 @@ from paimon_core.manifest import (
 from paimon_core.progress import Progress, human_size, resolve_progress
 from paimon_core.redaction import get_logger
 from paimon_core.table import (
+    POSTPONE_BUCKET,
     CommitMessage,
     MergeTreeCompactTask,
     TableCommit,
     live_entries,
     needs_full_compaction,
-    refuse_postpone_writes,
 )
 
 if TYPE_CHECKING:
@@ -164,8 +165,8 @@ class CompactJob:
         progress: Progress | None = None,
         commit_user: str | None = None,
     ) -> None:
-        refuse_postpone_writes(table, "cannot compact")
         self.table = table
+        self.postpone = table.bucket == POSTPONE_BUCKET and bool(table.schema.primary_keys)
         self.streaming = streaming
         self.partition_filter = PartitionFilter.of(table, partitions)
         self.predicate = self.partition_filter.predicate() if self.partition_filter else None
@@ -173,6 +174,11 @@ class CompactJob:
             order_by = [c.strip() for c in order_by.split(",") if c.strip()]
         self.order_by = tuple(order_by)
         self.order_strategy = order_strategy.lower() if order_strategy else None
+        if self.order_strategy is not None and self.postpone:
+            raise ConfigError(
+                f"sort compaction of {table.identifier}: a postpone-bucket table (bucket = -2) is compacted "
+                "into its buckets by key, not sorted"
+            )
         if self.order_strategy is not None:
             check_sort_columns(table, self.order_strategy, self.order_by)
             if streaming:
@@ -226,6 +232,8 @@ class CompactJob:
         if latest is None or (self.streaming and latest.id == self._last_planned_snapshot):
             return []
         self._last_planned_snapshot = latest.id
+        if self.postpone:
+            return list(plan_postpone(self.table, self._live(latest), self._deletion_files(latest)))
         options = self.table.options
         target = options.target_file_size(bool(self.table.schema.primary_keys))
         force = options.get_option(opts.COMPACTION_FORCE_REWRITE_ALL_FILES)
@@ -234,10 +242,7 @@ class CompactJob:
         groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
         for entry in self._live(latest):
             groups.setdefault((entry.partition, entry.bucket), []).append(entry)
-        deletion_files: dict[tuple[bytes, int], list[IndexFileMeta]] = {}
-        for index in self.table.index_entries(latest):
-            if index.file.index_type == DELETION_VECTORS_INDEX:
-                deletion_files.setdefault((index.partition, index.bucket), []).append(index.file)
+        deletion_files = self._deletion_files(latest)
         tasks: list[CompactionTask] = []
         levels = options.merge_tree_levels()
         for (partition, bucket), entries in groups.items():
@@ -261,6 +266,13 @@ class CompactJob:
                 tasks.append(CompactTask(partition, bucket, entries[0].total_buckets, tuple(picked)))
         return tasks
 
+    def _deletion_files(self, snapshot: Snapshot) -> dict[tuple[bytes, int], list[IndexFileMeta]]:
+        deletion_files: dict[tuple[bytes, int], list[IndexFileMeta]] = {}
+        for index in self.table.index_entries(snapshot):
+            if index.file.index_type == DELETION_VECTORS_INDEX:
+                deletion_files.setdefault((index.partition, index.bucket), []).append(index.file)
+        return deletion_files
+
     # --- running and committing ------------------------------------------------------------------------
 
     def execute(self, tasks: Sequence[CompactionTask]) -> list[CommitMessage]:
@@ -282,6 +294,8 @@ class CompactJob:
 
     def commit(self, messages: Sequence[CommitMessage]) -> tuple[list[int], bool]:
         """Commit as COMPACT; results whose inputs are gone are dropped. Returns (snapshot ids, conflicted)."""
+        if self.postpone:
+            return self._commit_all(messages)
         pending = [m for m in messages if m.compact_before]
         conflicted = False
         while pending:
@@ -321,9 +335,28 @@ class CompactJob:
             return created, conflicted
         return [], conflicted
 
+    def _commit_all(self, messages: Sequence[CommitMessage]) -> tuple[list[int], bool]:
+        """A postpone table's round: the removal of the postponed files and the buckets that took their rows
+        go in one snapshot or not at all (see compact/_postpone.py); a lost race re-plans."""
+        pending = [m for m in messages if not m.is_empty()]
+        if not pending:
+            return [], False
+        try:
+            created = self.committer.commit(pending)
+        except (CommitConflictError, CommitRetriesExhaustedError) as exc:
+            logger.info("compaction of %s lost a race (%s); re-planning", self.table.identifier, exc)
+            delete_outputs(self.table, pending)
+            return [], True
+        except (CommitFilesError, CommitStateUnknownError) as exc:
+            # Outputs gone, or the snapshot may exist: never delete; re-plan from what is really live.
+            logger.warning("compaction commit of %s failed (%s); re-planning", self.table.identifier, exc)
+            return [], True
+        self._count(pending)
+        return created, False
+
     def _count(self, messages: Iterable[CommitMessage]) -> None:
         for message in messages:
-            self.summary.tasks += 1
+            self.summary.tasks += message.bucket != POSTPONE_BUCKET  # a postpone removal is no task
             self.summary.rewritten_files += len(message.compact_before)
             self.summary.rewritten_bytes += sum(f.file_size for f in message.compact_before)
             self.summary.written_files += len(message.compact_after)
@@ -351,6 +384,8 @@ class CompactJob:
                             self.table.identifier)  # fmt: skip
                 messages = []
                 result.conflicted = True
+            if messages and self.postpone:
+                messages += postpone_removals(tasks)
             if messages:
                 result.snapshots, result.conflicted = self.commit(messages)
         self.summary.snapshots.extend(result.snapshots)

@@ -30,7 +30,6 @@ from paimon_core.table._store import (
     TableStore,
     check_table_features,
     default_hooks,
-    refuse_postpone_writes,
     set_default_hooks,
 )
 from paimon_core.table._stream import (
@@ -101,7 +100,6 @@ __all__ = [
     "plan_batch",
     "read_entries",
     "real_changelog_path",
-    "refuse_postpone_writes",
     "resolve_batch_scan",
     "set_default_hooks",
     "split_system_name",

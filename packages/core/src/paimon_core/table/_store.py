@@ -105,21 +105,6 @@ POSTPONE_BUCKET = -2
 reads until a compaction moves them into real buckets (Java Paimon 1.1+)."""
 
 
-def refuse_postpone_writes(table: TableStore, what: str) -> None:
-    """Writing and compacting postpone-bucket tables is not implemented: refuse it, naming the feature.
-
-    Raises:
-        ConfigError: the table has ``bucket = -2``.
-    """
-    if table.bucket == POSTPONE_BUCKET:
-        raise ConfigError(
-            f"{what} {table.identifier}: it is a postpone-bucket table (bucket = -2), which paimon-core reads "
-            "(what compaction moved into real buckets; files still in bucket-postpone are not visible, as in "
-            "Java) but does not write or compact yet",
-            opts.BUCKET.key,
-        )
-
-
 def default_hooks() -> TableHooks:
     """The hooks of a table built without any: none, unless :func:`set_default_hooks` chose some.
 

@@ -41,7 +41,7 @@ from paimon_core.manifest import (
     ManifestNamer,
 )
 from paimon_core.redaction import get_logger
-from paimon_core.table import CommitMessage, MergeTreeCompactTask, Table
+from paimon_core.table import POSTPONE_BUCKET, CommitMessage, MergeTreeCompactTask, Table
 from paimon_core.table.mergetree import read_hash_index
 
 __all__ = ["Consolidated", "SplitKeyError", "consolidate", "full_compaction_due"]
@@ -100,7 +100,8 @@ def consolidate(
         if table.bucket == -1:
             messages, merged, superseded = _merge_hash_indexes(table, tasks)
             written += merged
-        if not table.options.get_option(opts.WRITE_ONLY):
+        # a postpone-bucket table's writes wait unmerged in bucket -2 until its compaction job runs
+        if not table.options.get_option(opts.WRITE_ONLY) and table.bucket != POSTPONE_BUCKET:
             compactions = _compact_written(table, messages, overwrite=overwrite, full=full_compaction)
             written += compactions
             messages += compactions

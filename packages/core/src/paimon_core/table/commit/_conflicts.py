@@ -16,6 +16,7 @@ from paimon_core.errors import CommitConflictError, CommitFilesError, ConfigErro
 from paimon_core.manifest import FileKind, IndexFileMeta, IndexManifestEntry, combine_index_entries
 from paimon_core.snapshot import CommitKind, Snapshot
 from paimon_core.table._messages import RestoredFrom
+from paimon_core.table._store import POSTPONE_BUCKET
 from paimon_core.table.commit._changes import Changes, is_compaction_index
 from paimon_core.table.commit._entries import delta_entries, explain_missing
 from paimon_core.table.commit._outcome import AlreadyLive
@@ -123,6 +124,8 @@ def check_bucket_numbers(table: TableStore, latest: Snapshot | None, changes: Ch
         wanted = written.get(entry.partition)
         if wanted is None or entry.total_buckets in (wanted, -1) or identifier in replaced:
             continue
+        if entry.bucket == POSTPONE_BUCKET:
+            continue  # postponed rows take the partition's number of buckets when compacted
         where = table.identifier
         if table.partition_keys:
             where = f"partition {table.partition_values(entry.partition)} of {where}"

@@ -7,6 +7,7 @@ the table's committer like every other writer.
 from paimon_core.table.mergetree._dynamic_bucket import read_hash_index
 from paimon_core.table.mergetree._layout import KeyValueLayout
 from paimon_core.table.mergetree._merge import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
+from paimon_core.table.mergetree._postpone import postpone_write_table, writer_prefix
 from paimon_core.table.mergetree._reader import KeyValueTableRead, row_kind_text
 from paimon_core.table.mergetree._validate import check_append_table, check_primary_key_table
 from paimon_core.table.mergetree._writer import (
@@ -29,6 +30,8 @@ __all__ = [
     "check_append_table",
     "check_primary_key_table",
     "needs_full_compaction",
+    "postpone_write_table",
     "read_hash_index",
     "row_kind_text",
+    "writer_prefix",
 ]

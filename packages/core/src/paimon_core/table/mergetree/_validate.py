@@ -40,12 +40,6 @@ def check_primary_key_table(schema: TableSchema) -> None:
             "cross-partition upsert is not supported here; add the partition columns to the primary key"
         )
     bucket = options.get_option(opts.BUCKET)
-    if bucket == -2:
-        raise ConfigError(
-            "bucket = -2 (Paimon's postpone bucket mode) is not supported here; use bucket = -1 (dynamic) "
-            "or a fixed number of buckets",
-            "bucket",
-        )
     if bucket == -1 and schema.options.get(opts.BUCKET_KEY.key):
         raise ConfigError("'bucket-key' cannot be set on a dynamic-bucket table (bucket = -1)", "bucket-key")
     producer = options.get_option(opts.CHANGELOG_PRODUCER)

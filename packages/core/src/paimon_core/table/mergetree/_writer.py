@@ -27,7 +27,7 @@ from paimon_core.table._data_split import DataSplit
 from paimon_core.table._entries import live_entries
 from paimon_core.table._messages import CommitMessage, RestoredFrom
 from paimon_core.table._split import pieces
-from paimon_core.table._store import refuse_postpone_writes
+from paimon_core.table._store import POSTPONE_BUCKET
 from paimon_core.table._write import DataFileWriter, TableWrite
 from paimon_core.table.mergetree._changelog import (
     Compacted,
@@ -61,6 +61,7 @@ from paimon_core.table.mergetree._merge import (
     group_ids,
     order_records,
 )
+from paimon_core.table.mergetree._postpone import PostponeBucketWriter, postpone_file_prefix
 from paimon_core.table.mergetree._reader import KeyValueTableRead, merge_records, only_adds
 from paimon_core.table.mergetree._spill import SpilledRuns
 
@@ -489,6 +490,10 @@ class MergeTreeWriter:
         self.changelog_files, self.compact_changelog = [], []
         return None if message.is_empty() else message
 
+    def close(self) -> None:
+        """Release the runs spilled to local disk."""
+        self.spilled.close()
+
     def created_paths(self) -> list[str]:
         """Files this writer wrote that no commit holds yet (for an abort)."""
         before = set(self.compact_before)
@@ -507,10 +512,11 @@ class KeyValueTableWrite(TableWrite):
     """
 
     def __init__(self, table: TableStore, *, overwrite: bool = False, full_compaction: bool = False) -> None:
-        refuse_postpone_writes(table, "cannot write")
         super().__init__(table)
         self._overwrite = overwrite
-        self._trees: dict[tuple[bytes, int], MergeTreeWriter] = {}
+        self._trees: dict[tuple[bytes, int], MergeTreeWriter | PostponeBucketWriter] = {}
+        # bucket = -2: every partition's records wait unmerged in its postpone bucket (mergetree/_postpone.py)
+        self._postpone_prefix = postpone_file_prefix(table) if table.bucket == POSTPONE_BUCKET else None
         self._restored: dict[tuple[bytes, int], list[DataFileMeta]] | None = None
         self._restored_from: RestoredFrom | None = None  # the snapshot of `_restored`
         self._deletion_files: dict[tuple[bytes, int], list[IndexFileMeta]] = {}
@@ -540,7 +546,7 @@ class KeyValueTableWrite(TableWrite):
             if batch.num_rows == 0:
                 continue
             batch = conform_batch(batch, self._arrow_schema)
-            borrowed: set[MergeTreeWriter] = set()
+            borrowed: set[MergeTreeWriter | PostponeBucketWriter] = set()
             for piece in pieces(batch, self._memory.piece_bytes):  # never a copy of a whole large input
                 for key, part in self._split(piece):
                     tree = self._tree_for(*key)
@@ -570,6 +576,10 @@ class KeyValueTableWrite(TableWrite):
             self.write(_complete(batch, self._arrow_schema, self.table.schema.primary_keys), DELETE)
 
     def _split(self, batch: pa.RecordBatch) -> Iterator[tuple[tuple[tuple[Any, ...], int], pa.RecordBatch]]:
+        if self._postpone_prefix is not None:
+            for (values, _), part in super()._split(batch):  # by partition only
+                yield (values, POSTPONE_BUCKET), part
+            return
         if self._assigner is None:
             yield from super()._split(batch)
             return
@@ -590,12 +600,17 @@ class KeyValueTableWrite(TableWrite):
             return kinds_of(part.column(self._rowkind_field), self._rowkind_field)
         return pa.array(np.full(part.num_rows, kind, dtype=np.int8))
 
-    def _tree_for(self, partition_values: tuple[Any, ...], bucket: int) -> MergeTreeWriter:
+    def _tree_for(
+        self, partition_values: tuple[Any, ...], bucket: int
+    ) -> MergeTreeWriter | PostponeBucketWriter:
         table = self.table
         partition = self._partition_bytes(partition_values)
         key = (partition, bucket)
         tree = self._trees.get(key)
-        if tree is None:
+        if tree is None and self._postpone_prefix is not None:
+            engine = KeyValueTableRead(table).engine
+            tree = self._trees[key] = PostponeBucketWriter(table, partition, engine, self._postpone_prefix)
+        elif tree is None:
             tree = MergeTreeWriter(
                 table,
                 partition,
@@ -644,7 +659,7 @@ class KeyValueTableWrite(TableWrite):
             message = tree.prepare_commit(full_compaction=full)
             if message is not None and message.new_files:
                 message = replace(message, restored_from=self._restored_from)
-            if self._assigner is not None:
+            if self._assigner is not None and isinstance(tree, MergeTreeWriter):
                 new, replaced = self._assigner.index_changes(tree.partition, tree.bucket)
                 if new:
                     message = message or CommitMessage(tree.partition, tree.bucket, self.table.bucket)
@@ -661,7 +676,7 @@ class KeyValueTableWrite(TableWrite):
         """Delete every file this writer (or the given uncommitted messages) created."""
         paths = [p for tree in self._trees.values() for p in tree.created_paths()]
         for tree in self._trees.values():
-            tree.spilled.close()
+            tree.close()
         self.table.delete_new_files(messages or ())
         for path in paths:
             try:
@@ -673,7 +688,7 @@ class KeyValueTableWrite(TableWrite):
 
     def close(self) -> None:
         for tree in self._trees.values():
-            tree.spilled.close()
+            tree.close()
         super().close()
 
 
