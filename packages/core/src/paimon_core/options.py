@@ -699,7 +699,9 @@ def _declare_catalog(option: Option[T]) -> Option[T]:
 
 
 WAREHOUSE: Option[str | None] = _declare_catalog(
-    Option("warehouse", _optional(_str), None, "The warehouse: databases are <warehouse>/<db>.db directories.")
+    Option(
+        "warehouse", _optional(_str), None, "The warehouse: databases are <warehouse>/<db>.db directories."
+    )
 )
 METASTORE: Option[str] = _declare_catalog(
     Option(
