@@ -4,6 +4,7 @@ suite in packages/storage/tests/test_catalog_postgres.py."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import uuid
@@ -15,6 +16,7 @@ import pytest
 
 from paimon_core import Catalog, ConfigError
 from paimon_core.catalog import JdbcCatalog
+from paimon_core.cli import main
 from paimon_core.errors import (
     CatalogError,
     CatalogUnavailableError,
@@ -243,3 +245,20 @@ def test_an_expired_lock_of_a_dead_writer_is_taken_over(
         )
     table.append(pa.table({"id": [1], "name": ["a"]}))
     assert [s.id for s in table.snapshots()] == [1]
+
+
+def test_the_cli_opens_a_jdbc_catalog_from_catalog_conf(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options = sqlite_options(tmp_path)
+    catalog = Catalog.load(options, create=True)
+    catalog.create_database("db")
+    catalog.create_table("db.t", SCHEMA).append(pa.table({"id": [1, 2], "name": ["a", "b"]}))
+    # A directory with a schema but no row is no table of the jdbc catalog.
+    Catalog.open(options["warehouse"]).create_table("db.stray", SCHEMA)
+    conf = ["--catalog-conf", "metastore=jdbc", "--catalog-conf", f"uri={options['uri']}"]
+    capsys.readouterr()
+    assert main(["read", options["warehouse"], "--table", "db.t", *conf]) == 0
+    assert sorted(json.loads(line)["id"] for line in capsys.readouterr().out.splitlines()) == [1, 2]
+    assert main(["read", options["warehouse"], "--table", "db.stray", *conf]) == 1
+    assert "db.stray" in capsys.readouterr().err
