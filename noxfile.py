@@ -201,11 +201,13 @@ def java_interop(session: nox.Session) -> None:
     ``~/.cache/paimon-tests`` (``$PAIMON_TESTS_CACHE``); it runs in the JVM of one local SparkSession, so
     pyspark comes with paimon-spark and Java 17 is needed. uv makes venvs without pip, hence ``pip``.
     """
-    # psycopg: the jdbc catalog test shares a PostgreSQL catalog database with Java's JdbcCatalog.
+    # paimon-storage (with psycopg): the jdbc catalog test shares a PostgreSQL catalog database, started by
+    # paimon_storage.emulators, with Java's JdbcCatalog.
     _install_workspace(
         session,
         "spark",
-        extra=(*_test_deps(), *BY_DIR["spark"].test_extras, "pip", "psycopg[binary]>=3.1"),
+        "storage",
+        extra=(*_test_deps(), *BY_DIR["spark"].test_extras, "pip"),
         runs_spark=True,
     )
     # A later -m overrides the default "not ... java_interop" from the root pytest config.
