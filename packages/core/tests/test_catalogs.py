@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from paimon_core import Catalog, ConfigError
 from paimon_core.catalog import JdbcCatalog
@@ -262,3 +264,25 @@ def test_the_cli_opens_a_jdbc_catalog_from_catalog_conf(
     assert sorted(json.loads(line)["id"] for line in capsys.readouterr().out.splitlines()) == [1, 2]
     assert main(["read", options["warehouse"], "--table", "db.stray", *conf]) == 1
     assert "db.stray" in capsys.readouterr().err
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.text(min_size=0, max_size=40))
+def test_any_name_is_refused_or_round_trips(tmp_path: Path, name: str) -> None:
+    """Whatever a table's name, the jdbc catalog refuses it with a CatalogError or keeps it exactly, and the
+    other tables stay as they were."""
+    options = {
+        "warehouse": f"memory://names-{uuid.uuid4().hex}/wh",
+        "metastore": "jdbc",
+        "uri": f"jdbc:sqlite:{tmp_path / f'{uuid.uuid4().hex}.db'}",
+    }
+    catalog = Catalog.load(options, create=True)
+    catalog.create_database("db")
+    catalog.create_table("db.keep", SCHEMA)
+    try:
+        catalog.create_table(f"db.{name}", SCHEMA)
+    except CatalogError:
+        assert catalog.list_tables("db") == ["keep"]
+        return
+    assert sorted(Catalog.load(options).list_tables("db")) == sorted({"keep", name})
+    assert catalog.get_table(f"db.{name}").to_arrow().num_rows == 0
