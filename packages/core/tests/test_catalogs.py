@@ -286,3 +286,16 @@ def test_any_name_is_refused_or_round_trips(tmp_path: Path, name: str) -> None:
         return
     assert sorted(Catalog.load(options).list_tables("db")) == sorted({"keep", name})
     assert catalog.get_table(f"db.{name}").to_arrow().num_rows == 0
+
+
+def test_a_rename_onto_leftover_files_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    catalog = Catalog.load(sqlite_options(tmp_path), create=True)
+    catalog.create_database("db")
+    catalog.create_table("db.t", SCHEMA).append(pa.table({"id": [1], "name": ["a"]}))
+    leftover = tmp_path / "wh" / "db.db" / "u" / "bucket-0"
+    leftover.mkdir(parents=True)
+    (leftover / "data-stale.parquet").write_bytes(b"stale")
+    with pytest.raises(CatalogError, match="holds files"):
+        catalog.rename_table("db.t", "db.u")
+    assert catalog.list_tables("db") == ["t"]
+    assert catalog.get_table("db.t").to_arrow().num_rows == 1

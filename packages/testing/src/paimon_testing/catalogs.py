@@ -32,12 +32,14 @@ from paimon_core.errors import (
     TableNotFoundError,
 )
 
-__all__ = ["HOSTILE_NAMES", "CatalogBehaviourTests"]
+__all__ = ["HOSTILE_NAMES", "SYSTEM_LOOKALIKES", "CatalogBehaviourTests"]
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
 HOSTILE_NAMES = ("", " x", "x ", "../x", "a/b", "a\\b", "a.b", "a\x00b", ".", "..")
 """Names every catalog refuses: they would escape the warehouse, or name something else than they say."""
+SYSTEM_LOOKALIKES = ("t$snapshots", "a$b")
+"""Table names every catalog refuses: '$' separates a table from its system tables."""
 
 
 def _rows(n: int, start: int = 0) -> pa.Table:
@@ -173,8 +175,14 @@ class CatalogBehaviourTests:
                 catalog.create_database(name)
             with pytest.raises(CatalogError):
                 catalog.create_table(f"db.{name}" if name else "db.", SCHEMA)
+        catalog.create_table("db.t", SCHEMA)
+        for name in SYSTEM_LOOKALIKES:
+            with pytest.raises(CatalogError):
+                catalog.create_table(f"db.{name}", SCHEMA)
+            with pytest.raises(CatalogError):
+                catalog.rename_table("db.t", f"db.{name}")
         assert catalog.list_databases() == ["db"]
-        assert catalog.list_tables("db") == []
+        assert catalog.list_tables("db") == ["t"]
 
     def test_names_are_data_never_code(self, catalog_options: Mapping[str, str]) -> None:
         """A name that reads as SQL is a name like any other: it round-trips and harms nothing."""

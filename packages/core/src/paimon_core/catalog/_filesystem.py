@@ -75,6 +75,12 @@ def _checked(schema: TableSchema) -> TableSchema:
     return schema
 
 
+def check_new_table(identifier: str) -> None:
+    """A new table's name must not read as a system table's (``t$snapshots``): Paimon splits names at '$'."""
+    if "$" in identifier.rpartition(".")[2]:
+        raise CatalogError(f"invalid table name {identifier!r}: '$' separates a table from its system tables")
+
+
 def split_identifier(identifier: str) -> tuple[str, str]:
     """``"db.t"`` → ``("db", "t")``; a bare ``"t"`` lives in the ``default`` database."""
     database, _, table = identifier.rpartition(".")
@@ -298,6 +304,7 @@ class Catalog:
             ConfigError: an option is unknown or invalid.
             SchemaError: partition or bucket keys do not fit the schema.
         """
+        check_new_table(identifier)
         database, _ = split_identifier(identifier)
         if not self.database_exists(database):
             raise DatabaseNotFoundError(database, self.list_databases())
@@ -432,6 +439,7 @@ class Catalog:
             DatabaseNotFoundError: the new name's database does not exist.
             TableAlreadyExistsError: a table of the new name exists.
         """
+        check_new_table(new_identifier)
         if not self.table_exists(identifier):
             raise self._table_not_found(identifier)
         database, _ = split_identifier(new_identifier)

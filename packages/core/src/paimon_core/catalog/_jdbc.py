@@ -22,7 +22,7 @@ import contextlib
 from collections.abc import Mapping, Sequence
 
 from paimon_core import options as opts
-from paimon_core.catalog._filesystem import Catalog, register_metastore, split_identifier
+from paimon_core.catalog._filesystem import Catalog, check_new_table, register_metastore, split_identifier
 from paimon_core.catalog._sql import Database, Transaction, UniqueViolation, connect_database
 from paimon_core.errors import (
     CatalogError,
@@ -222,9 +222,9 @@ class JdbcCatalog(Catalog):
             if missing_ok:
                 return
             raise DatabaseNotFoundError(name, self.list_databases())
+        # Only the tables' directories, as Java: another catalog key may keep tables in the same directory.
         for table in tables:
             self._delete_files(f"{name}.{table}")
-        self._delete_quietly(self.database_path(name))
 
     # --- tables ----------------------------------------------------------------------------------------
 
@@ -294,6 +294,7 @@ class JdbcCatalog(Catalog):
             DatabaseNotFoundError: the new name's database does not exist.
             TableAlreadyExistsError: a table of the new name exists.
         """
+        check_new_table(new_identifier)
         source, target = self._names(identifier), self._names(new_identifier)
         try:
             with self.database.transaction() as tx:
@@ -303,11 +304,22 @@ class JdbcCatalog(Catalog):
                     raise DatabaseNotFoundError(target[0])
                 tx.execute(_RENAME_TABLE, (*target, self.catalog_key, *source))
                 if source != target:
+                    self._check_free(new_identifier)
                     self._move_table_files(identifier, new_identifier)
         except UniqueViolation:
             raise TableAlreadyExistsError(new_identifier) from None
         logger.info("renamed table %s to %s", identifier, new_identifier)
         return self.get_table(new_identifier)
+
+    def _check_free(self, identifier: str) -> None:
+        """Refuse to move a table onto files left at the new name's directory (a table of another catalog
+        key, or what a failed drop left): they would mix with the table's."""
+        path = self.table_path(identifier)
+        if next(iter(self.storage.list_prefix(path + "/")), None) is not None:
+            raise CatalogError(
+                f"cannot rename a table to {identifier!r}: its directory {path} holds files of no table of this "
+                "catalog; remove them first"
+            )
 
     def _missing(self, identifier: str) -> TableNotFoundError:
         # Raised inside a transaction: the error is built without asking the database again.
