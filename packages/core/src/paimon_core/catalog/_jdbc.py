@@ -231,12 +231,9 @@ class JdbcCatalog(Catalog):
     def list_tables(self, database: str) -> list[str]:
         _check_jdbc_name("database", database)
         with self.database.transaction(write=False) as tx:
-            if not self._exists(tx, database):
-                missing = True
-            else:
-                missing = False
-                rows = tx.rows(_LIST_TABLES, (self.catalog_key, database))
-        if missing:
+            exists = self._exists(tx, database)
+            rows = tx.rows(_LIST_TABLES, (self.catalog_key, database)) if exists else []
+        if not exists:  # asked outside the transaction: the error lists the databases there are
             raise DatabaseNotFoundError(database, self.list_databases())
         return sorted(str(row[0]) for row in rows)
 
