@@ -201,8 +201,14 @@ def java_interop(session: nox.Session) -> None:
     ``~/.cache/paimon-tests`` (``$PAIMON_TESTS_CACHE``); it runs in the JVM of one local SparkSession, so
     pyspark comes with paimon-spark and Java 17 is needed. uv makes venvs without pip, hence ``pip``.
     """
+    # paimon-storage (with psycopg): the jdbc catalog test shares a PostgreSQL catalog database, started by
+    # paimon_storage.emulators, with Java's JdbcCatalog.
     _install_workspace(
-        session, "spark", extra=(*_test_deps(), *BY_DIR["spark"].test_extras, "pip"), runs_spark=True
+        session,
+        "spark",
+        "storage",
+        extra=(*_test_deps(), *BY_DIR["spark"].test_extras, "pip"),
+        runs_spark=True,
     )
     # A later -m overrides the default "not ... java_interop" from the root pytest config.
     session.run("pytest", "tests/java_interop", "-m", "java_interop", *session.posargs)

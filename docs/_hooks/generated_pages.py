@@ -180,4 +180,16 @@ def options_reference() -> str:
             notes.append("Immutable.")
         description = " ".join([option.doc, *notes])
         lines.append(f"| `{option.key}` | {_default(option)} | {_cell(description)} |")
+    lines += [
+        "",
+        "## Catalog options",
+        "",
+        "Options of `Catalog.load` and `Catalog.open` that are no table options (docs/catalogs.md); keys",
+        "under `jdbc.` are the jdbc catalog's connection properties.",
+        "",
+        "| option | default | description |",
+        "| --- | --- | --- |",
+    ]
+    for option in options.catalog_options():
+        lines.append(f"| `{option.key}` | {_default(option)} | {_cell(option.doc)} |")
     return "\n".join(lines) + "\n"

@@ -21,13 +21,14 @@ class PyPaimon:
 
     Args:
         warehouse: the warehouse directory shared with our catalog.
+        options: more catalog options (``metastore``, ``uri``... of a jdbc catalog).
     """
 
-    def __init__(self, warehouse: str) -> None:
+    def __init__(self, warehouse: str, options: Mapping[str, str] | None = None) -> None:
         from pypaimon import CatalogFactory
 
         self.warehouse = warehouse
-        self.catalog = CatalogFactory.create({"warehouse": warehouse})
+        self.catalog = CatalogFactory.create({"warehouse": warehouse, **dict(options or {})})
         self.catalog.create_database(DATABASE, True)
 
     def create_table(

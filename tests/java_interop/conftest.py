@@ -135,14 +135,19 @@ class JavaPaimon:
         spark: the SparkSession whose JVM holds the Paimon jar.
         warehouse: the warehouse directory (a local path), shared with our catalog.
         tmp_dir: a directory for Paimon's IOManager (spill files of writers and compactions).
+        catalog_options: more catalog options (``metastore``, ``uri``... of a jdbc catalog).
     """
 
-    def __init__(self, spark: Any, warehouse: str, tmp_dir: str) -> None:
+    def __init__(
+        self, spark: Any, warehouse: str, tmp_dir: str, catalog_options: Mapping[str, str] | None = None
+    ) -> None:
         self.gateway = spark.sparkContext._gateway
         self.jvm = spark._jvm
         self.paimon = self.jvm.org.apache.paimon
         options = self.paimon.options.Options()
         options.set("warehouse", warehouse)
+        for key, value in (catalog_options or {}).items():
+            options.set(key, value)
         context = self.paimon.catalog.CatalogContext.create(options)
         self.catalog = self.paimon.catalog.CatalogFactory.createCatalog(context)
         self.catalog.createDatabase(DATABASE, True)
@@ -430,6 +435,22 @@ def _sort_key(row: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple((value is not None, value) for value in row)
 
 
+POSTGRES_DRIVER_ENV = "PAIMON_PG_JDBC_JAR"
+
+
+def postgres_jdbc_driver() -> list[Path]:
+    """The PostgreSQL JDBC driver jar for Java's jdbc catalog (not in the Paimon jar): ``$PAIMON_PG_JDBC_JAR``,
+    else the newest one in the local Maven repository; none when neither exists (the jdbc catalog test then
+    fails saying so)."""
+    given = os.environ.get(POSTGRES_DRIVER_ENV)
+    if given:
+        return [Path(given)]
+    found = sorted(
+        (Path.home() / ".m2" / "repository" / "org" / "postgresql" / "postgresql").glob("*/postgresql-*.jar")
+    )
+    return found[-1:]
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """One local SparkSession for the whole test session, with Java Paimon 0.9.0 on its classpath."""
@@ -441,7 +462,7 @@ def spark() -> Iterator[Any]:
     session = (
         SparkSession.builder.master("local[1]")
         .appName("paimon-java-interop")
-        .config("spark.jars", str(jar))
+        .config("spark.jars", ",".join([str(jar), *map(str, postgres_jdbc_driver())]))
         .config("spark.driver.memory", "1g")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

@@ -229,9 +229,7 @@ def test_a_streaming_query_keeps_its_after_commit_compactor_between_micro_batche
         assert STANDARD_HOOKS.commit_compactor is not None
         return STANDARD_HOOKS.commit_compactor(store)
 
-    monkeypatch.setattr(
-        "paimon_core.catalog.STANDARD_HOOKS", dataclasses.replace(STANDARD_HOOKS, commit_compactor=counting)
-    )
+    monkeypatch.setattr(Catalog, "hooks", dataclasses.replace(STANDARD_HOOKS, commit_compactor=counting))
     create(warehouse, "db.t", **{"write-only": "false", "compaction.min.file-num": "2"})
     for batch in range(3):
         sink = PaimonStreamWriter(config_of(warehouse, "db.t"), SPARK_SCHEMA, overwrite=False)

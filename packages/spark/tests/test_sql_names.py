@@ -38,6 +38,15 @@ def test_catalogs_are_the_paimon_and_classless_ones_with_a_warehouse() -> None:
 def test_a_catalog_of_another_metastore_is_refused() -> None:
     with pytest.raises(ConfigError, match="metastore 'hive'"):
         session_catalogs({"spark.sql.catalog.p.warehouse": "/wh", "spark.sql.catalog.p.metastore": "hive"})
+    with pytest.raises(ConfigError, match="metastore 'rest'"):
+        session_catalogs({"spark.sql.catalog.p.warehouse": "/wh", "spark.sql.catalog.p.metastore": "rest"})
+
+
+def test_a_jdbc_catalog_keeps_its_options() -> None:
+    prefix = "spark.sql.catalog.p."
+    conf = {prefix + "warehouse": "/wh", prefix + "metastore": "jdbc", prefix + "uri": "jdbc:sqlite:/c.db"}
+    catalog = session_catalogs({**conf, prefix + "jdbc.user": "u"})["p"]
+    assert catalog.options == {"metastore": "jdbc", "uri": "jdbc:sqlite:/c.db", "jdbc.user": "u"}
 
 
 def _resolver(state: SqlState, *, ctes: tuple[str, ...] = (), spark_views: tuple[str, ...] = ()) -> Resolver:

@@ -73,6 +73,16 @@ class CatalogError(PaimonError):
     """A catalog operation failed."""
 
 
+class CatalogUnavailableError(CatalogError):
+    """The catalog's metadata database (``metastore = jdbc``) could not be reached or failed; the operation
+    changed nothing in it (its transaction was rolled back). ``uri`` is the database's URI, credentials
+    masked; the driver's error, masked, is the cause."""
+
+    def __init__(self, message: str, uri: str) -> None:
+        super().__init__(message)
+        self.uri = uri
+
+
 def _did_you_mean(name: str, candidates: Sequence[str]) -> str:
     """``; did you mean 'x'?`` for the candidate nearest ``name``, if any is near."""
     close = difflib.get_close_matches(name, candidates, n=1)

@@ -688,7 +688,13 @@ LOCK_ENABLED: Option[bool] = _declare(
     )
 )
 LOCK_TYPE: Option[str | None] = _declare(
-    Option("lock.type", _optional(_str), None, "Commit lock plugin to use ('jdbc': PostgreSQL).")
+    Option(
+        "lock.type",
+        _optional(_str),
+        None,
+        "Commit lock plugin to use ('jdbc': PostgreSQL; a jdbc catalog's tables use its own lock, "
+        "'jdbc-catalog').",
+    )
 )
 LOCK_ACQUIRE_TIMEOUT: Option[int] = _declare(
     Option(
@@ -733,6 +739,67 @@ JDBC_PASSWORD: Option[str | None] = _declare(
         "Password of the jdbc commit lock's database; prefer PGPASSWORD or ~/.pgpass (table options are stored).",
     )
 )
+
+CATALOG_KEY: Option[str] = _declare(
+    Option(
+        "catalog-key",
+        _str,
+        "jdbc",
+        "Key of a jdbc catalog's rows in its database (several catalogs can share one database); the jdbc "
+        "catalog's commit lock names its rows '<catalog-key>.<database>.<table>'.",
+        check=lambda v: 0 < len(v) <= 255,
+        check_doc="1 to 255 characters",
+    )
+)
+
+# --- catalog options (Java's CatalogOptions): what Catalog.load and Catalog.open take besides storage and
+# table options; not table options, so tables never store them ---
+_CATALOG_REGISTRY: dict[str, Option[Any]] = {}
+
+
+def _declare_catalog(option: Option[T]) -> Option[T]:
+    if option.key in _CATALOG_REGISTRY or option.key in _REGISTRY:
+        raise RuntimeError(f"option {option.key!r} declared twice")
+    _CATALOG_REGISTRY[option.key] = option
+    return option
+
+
+WAREHOUSE: Option[str | None] = _declare_catalog(
+    Option(
+        "warehouse", _optional(_str), None, "The warehouse: databases are <warehouse>/<db>.db directories."
+    )
+)
+METASTORE: Option[str] = _declare_catalog(
+    Option(
+        "metastore",
+        _str,
+        "filesystem",
+        "Where the catalog keeps its databases and tables: 'filesystem' (directories of the warehouse) or "
+        "'jdbc' (rows of a SQLite or PostgreSQL database, as Java Paimon's JdbcCatalog keeps them).",
+    )
+)
+URI: Option[str | None] = _declare_catalog(
+    Option(
+        "uri",
+        _optional(_str),
+        None,
+        "The jdbc catalog's database: jdbc:sqlite:<path> or jdbc:postgresql://host:port/db.",
+    )
+)
+JDBC_PREFIX = "jdbc."
+"""Catalog options under this prefix are properties of the jdbc catalog's connection (``jdbc.user``,
+``jdbc.password``, ``jdbc.sslmode``...), as Java passes them to its driver."""
+
+
+def known_catalog_option(key: str) -> Option[Any] | None:
+    """A catalog-only option (``warehouse``, ``metastore``, ``uri``), or None."""
+    return _CATALOG_REGISTRY.get(key)
+
+
+def catalog_options() -> Iterator[Option[Any]]:
+    """The catalog-only options."""
+    yield from _CATALOG_REGISTRY.values()
+
 
 # --- expiration ---
 SNAPSHOT_NUM_RETAINED_MIN: Option[int] = _declare(

@@ -286,7 +286,13 @@ class SourceConfig:
             WarehouseNotFoundError: the warehouse does not exist and ``create`` is false.
         """
         assert self.warehouse is not None
-        return Catalog.open(self.warehouse, create=create, **self.storage_options)
+        # The catalog's own keys that are table options too (a jdbc catalog's key and commit lock).
+        catalog_keys = {
+            k: v
+            for k, v in self.table_options.items()
+            if k == opts.CATALOG_KEY.key or k.startswith(("lock.", opts.JDBC_PREFIX))
+        }
+        return Catalog.open(self.warehouse, create=create, **catalog_keys, **self.storage_options)
 
     def open_table(self) -> Table:
         """The table with its dynamic options applied.

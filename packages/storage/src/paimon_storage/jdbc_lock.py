@@ -1,12 +1,14 @@
 """``lock.type = jdbc``: a commit lock held as a row in a PostgreSQL table, shared by every machine.
 
 The lock is a row of Java Paimon's JDBC lock table, ``paimon_distributed_locks (lock_id, acquired_at,
-expire_time)``, so Java writers using the same database and lock key would exclude ours too. Acquiring is one
-statement: insert the row, or take it over when its holder's lease has expired (a writer that died)::
+expire_time_seconds)`` (the table a jdbc catalog's lock uses too), so Java writers using the same database and
+lock key would exclude ours too. Acquiring is one statement: insert the row, or take it over when its holder's
+lease has expired (a writer that died)::
 
-    INSERT INTO paimon_distributed_locks (lock_id, acquired_at, expire_time) VALUES (%s, now, %s)
-    ON CONFLICT (lock_id) DO UPDATE SET acquired_at = EXCLUDED.acquired_at, expire_time = EXCLUDED.expire_time
-    WHERE paimon_distributed_locks.acquired_at + expire_time seconds < EXCLUDED.acquired_at
+    INSERT INTO paimon_distributed_locks (lock_id, acquired_at, expire_time_seconds) VALUES (%s, now, %s)
+    ON CONFLICT (lock_id) DO UPDATE
+    SET acquired_at = EXCLUDED.acquired_at, expire_time_seconds = EXCLUDED.expire_time_seconds
+    WHERE paimon_distributed_locks.acquired_at + expire_time_seconds seconds < EXCLUDED.acquired_at
     RETURNING acquired_at
 
 A returned row means the lock is ours; none means it is held, and the caller polls with growing, jittered
@@ -47,14 +49,14 @@ _CREATE = f"""
 CREATE TABLE IF NOT EXISTS {TABLE} (
     lock_id VARCHAR(%(length)s) NOT NULL PRIMARY KEY,
     acquired_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL,
-    expire_time BIGINT DEFAULT 0 NOT NULL
+    expire_time_seconds BIGINT DEFAULT 0 NOT NULL
 )
 """
 _ACQUIRE = f"""
-INSERT INTO {TABLE} AS held (lock_id, acquired_at, expire_time)
+INSERT INTO {TABLE} AS held (lock_id, acquired_at, expire_time_seconds)
 VALUES (%(key)s, clock_timestamp() AT TIME ZONE 'UTC', %(lease)s)
-ON CONFLICT (lock_id) DO UPDATE SET acquired_at = EXCLUDED.acquired_at, expire_time = EXCLUDED.expire_time
-WHERE held.acquired_at + held.expire_time * INTERVAL '1 second' < EXCLUDED.acquired_at
+ON CONFLICT (lock_id) DO UPDATE SET acquired_at = EXCLUDED.acquired_at, expire_time_seconds = EXCLUDED.expire_time_seconds
+WHERE held.acquired_at + held.expire_time_seconds * INTERVAL '1 second' < EXCLUDED.acquired_at
 RETURNING acquired_at
 """
 _RELEASE = f"DELETE FROM {TABLE} WHERE lock_id = %(key)s AND acquired_at = %(token)s"

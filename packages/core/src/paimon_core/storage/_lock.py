@@ -75,11 +75,14 @@ class LockSpec:
         name: the ``lock.type`` value that selects it (``"jdbc"``).
         factory: ``factory(options) -> CommitLock``.
         install_hint: what to install when the factory's dependencies are missing.
+        implicit: whether it is chosen when ``lock.type`` is not set and it is the only implicit lock
+            installed (False for a lock that only its owner names, as a jdbc catalog names its own).
     """
 
     name: str
     factory: LockFactory
     install_hint: str = ""
+    implicit: bool = True
 
     def __post_init__(self) -> None:
         if not self.name or self.name != self.name.lower():
@@ -159,8 +162,9 @@ class LockRegistry:
         chosen = opts.Options.of(options).get_option(opts.LOCK_TYPE)
         known = ", ".join(self.names()) or "none (pip install 'paimon-storage[postgres]' for lock.type=jdbc)"
         if chosen is None:
-            if len(self._specs) == 1:
-                return next(iter(self._specs.values()))
+            implicit = [spec for spec in self._specs.values() if spec.implicit]
+            if len(implicit) == 1:
+                return implicit[0]
             raise ConfigError(
                 f"'lock.enabled' is set: choose a commit lock with 'lock.type' ({known})", "lock.type"
             )

@@ -43,6 +43,8 @@ PAIMON_CATALOG_CLASSES = (
     "org.apache.paimon.spark.SparkGenericCatalog",
 )
 DEFAULT_DATABASE = "default"
+SERVED_METASTORES = ("filesystem", "jdbc")
+"""The catalogs' ``metastore`` values served from Python (paimon_core.Catalog.load)."""
 _TABLE_DEFAULT = "table-default."
 # Settings of Paimon's Spark catalog that mean nothing to a filesystem warehouse opened from Python.
 _IGNORED_KEYS = frozenset(
@@ -72,7 +74,8 @@ def session_catalogs(conf: Mapping[str, str]) -> dict[str, CatalogConf]:
     """The Paimon catalogs configured in a session's conf, by name.
 
     Raises:
-        ConfigError: a catalog's ``metastore`` is not ``filesystem`` (the only one served from Python).
+        ConfigError: a catalog's ``metastore`` is neither ``filesystem`` nor ``jdbc`` (``rest`` and ``hive`` are
+            not served from Python).
     """
     settings: dict[str, dict[str, str]] = {}
     for key, value in conf.items():
@@ -86,10 +89,11 @@ def session_catalogs(conf: Mapping[str, str]) -> dict[str, CatalogConf]:
         implementation = conf.get(CATALOG_PREFIX + name)
         if "warehouse" not in keys or (implementation and implementation not in PAIMON_CATALOG_CLASSES):
             continue
-        metastore = keys.pop("metastore", "filesystem")
-        if metastore != "filesystem":
+        metastore = keys.get("metastore", "filesystem").strip().lower()
+        if metastore not in SERVED_METASTORES:
             raise ConfigError(
-                f"catalog {name!r}: metastore {metastore!r} is not served from Python (only 'filesystem')",
+                f"catalog {name!r}: metastore {metastore!r} is not served from Python "
+                f"(only {', '.join(SERVED_METASTORES)})",
                 "metastore",
             )
         warehouse = keys.pop("warehouse")

@@ -1,12 +1,17 @@
-"""The filesystem catalog: databases are ``<warehouse>/<db>.db`` directories, tables hold ``schema/schema-N``."""
+"""The filesystem catalog: databases are ``<warehouse>/<db>.db`` directories, tables hold ``schema/schema-N``.
+
+:class:`Catalog` is also the base of the other metastores (:mod:`._jdbc`): they keep which databases and
+tables exist elsewhere, while a table's files stay at ``<warehouse>/<db>.db/<table>`` for all of them.
+:meth:`Catalog.open` and :meth:`Catalog.load` pick the metastore from the ``metastore`` option.
+"""
 
 from __future__ import annotations
 
 import difflib
 import shutil
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, cast
 
 import pyarrow as pa
 
@@ -41,6 +46,7 @@ from paimon_core.table import (
     DataView,
     SystemTable,
     Table,
+    TableHooks,
     check_append_table,
     check_primary_key_table,
     check_table_features,
@@ -70,14 +76,52 @@ def _checked(schema: TableSchema) -> TableSchema:
     return schema
 
 
+def check_new_table(identifier: str) -> None:
+    """A new table's name must not read as a system table's (``t$snapshots``): Paimon splits names at '$'."""
+    if "$" in identifier.rpartition(".")[2]:
+        raise CatalogError(f"invalid table name {identifier!r}: '$' separates a table from its system tables")
+
+
 def split_identifier(identifier: str) -> tuple[str, str]:
     """``"db.t"`` → ``("db", "t")``; a bare ``"t"`` lives in the ``default`` database."""
     database, _, table = identifier.rpartition(".")
     return _check_name("database", database or DEFAULT_DATABASE), _check_name("table", table)
 
 
+MetastoreFactory = Callable[[str, StorageBackend, Mapping[str, str]], "Catalog"]
+_METASTORES: dict[str, MetastoreFactory] = {}
+_NOT_YET = {"rest": "the REST catalog", "hive": "the Hive metastore"}
+
+
+def register_metastore(name: str, factory: MetastoreFactory) -> None:
+    """Make ``metastore = name`` open catalogs with ``factory(warehouse, storage, options)``."""
+    _METASTORES[name] = factory
+
+
+def _metastore(options: Mapping[str, str]) -> MetastoreFactory:
+    name = opts.Options.of(options).get_option(opts.METASTORE).strip().lower()
+    factory = _METASTORES.get(name)
+    if factory is not None:
+        return factory
+    known = ", ".join(sorted(_METASTORES))
+    if name in _NOT_YET:
+        raise ConfigError(
+            f"metastore {name!r} ({_NOT_YET[name]}) is not supported by paimon-core yet; use one of {known}",
+            "metastore",
+        )
+    raise ConfigError(f"unknown metastore {name!r}; use one of {known}", "metastore")
+
+
 class Catalog:
-    """A Paimon filesystem catalog over a warehouse URI (local path, ``file://``, ``memory://``, ...)."""
+    """A Paimon filesystem catalog over a warehouse URI (local path, ``file://``, ``memory://``, ...), and the
+    base of the other metastores' catalogs.
+
+    Attributes:
+        hooks: what the tables it opens run around their commits (compaction, expiration).
+    """
+
+    hooks: ClassVar[TableHooks] = STANDARD_HOOKS
+    metastore: ClassVar[str] = "filesystem"
 
     def __init__(self, warehouse: str, storage: StorageBackend, options: Mapping[str, str]) -> None:
         self.warehouse = warehouse.rstrip("/") or "/"
@@ -91,9 +135,28 @@ class Catalog:
         return {k: v for k, v in self.options.items() if opts.known_option(k) is not None}
 
     @classmethod
-    def open(cls, uri: str, **options: Any) -> Catalog:
-        """Open the catalog of the warehouse at ``uri``; options are storage settings (``s3.endpoint``...) and
-        table options every table gets (``commit.*``, ``lock.*``...).
+    def load(cls, options: Mapping[str, str], *, create: bool = False) -> Catalog:
+        """Open a catalog from Paimon's catalog options, as Java's ``CatalogFactory`` takes them:
+        ``warehouse``, ``metastore`` (``filesystem`` or ``jdbc``), for jdbc ``uri``, ``catalog-key`` and
+        ``jdbc.*`` (``jdbc.user``, ``jdbc.password``...), ``lock.enabled``, plus storage options and table
+        options every table gets, as :meth:`open` takes them.
+
+        Raises:
+            ConfigError: no ``warehouse``; an unknown option or metastore (``rest`` is not supported yet).
+            WarehouseNotFoundError: the warehouse does not exist and ``create`` is false.
+            CatalogUnavailableError: the jdbc catalog's database cannot be reached.
+        """
+        given = {str(k): str(v) for k, v in options.items()}
+        warehouse = given.pop(opts.WAREHOUSE.key, None)
+        if not warehouse:
+            raise ConfigError("Catalog.load needs the 'warehouse' option", opts.WAREHOUSE.key)
+        return cls.open(warehouse, create=create, **given)
+
+    @classmethod
+    def open(cls, warehouse: str, /, **options: Any) -> Catalog:
+        """Open the catalog of the warehouse (a URI or path); options are storage settings (``s3.endpoint``...),
+        table options every table gets (``commit.*``, ``lock.*``...) and catalog options (``metastore``,
+        ``uri``...: see :meth:`load`). Without ``metastore`` it is the filesystem catalog.
 
         A mistyped path must not become a new, empty warehouse: the warehouse has to exist unless
         ``create=True`` is given (then it is created with its parents, and an existing one is opened as it is).
@@ -104,7 +167,8 @@ class Catalog:
             WarehouseNotFoundError: the warehouse does not exist and ``create`` is not true.
             CatalogError: the warehouse is a file.
             ConfigError: a key is a near miss of a Paimon or storage option, or the storage backend refuses a
-                key under its prefixes; ``create`` is not a bool.
+                key under its prefixes; ``create`` is not a bool; an unknown ``metastore``.
+            CatalogUnavailableError: the jdbc catalog's database cannot be reached.
         """
         create = options.pop("create", False)
         if not isinstance(create, bool):
@@ -112,9 +176,10 @@ class Catalog:
         string_options = {k: str(v) for k, v in options.items()}
         for key in string_options:
             check_option_key(key, ("create",))
-        storage = get_backend(uri, string_options)
-        _open_warehouse(storage, uri, create)
-        return cls(uri, storage, string_options)
+        factory = _metastore(string_options)
+        storage = get_backend(warehouse, string_options)
+        _open_warehouse(storage, warehouse, create)
+        return factory(warehouse, storage, string_options)
 
     # --- databases -------------------------------------------------------------------------------------
 
@@ -131,12 +196,53 @@ class Catalog:
     def database_exists(self, name: str) -> bool:
         return name in self.list_databases()
 
-    def create_database(self, name: str, exist_ok: bool = False) -> None:
+    def create_database(
+        self, name: str, exist_ok: bool = False, *, properties: Mapping[str, str] | None = None
+    ) -> None:
+        """Create a database; ``properties`` are kept by metastores that keep them (jdbc).
+
+        Raises:
+            DatabaseAlreadyExistsError: it exists and ``exist_ok`` is False.
+            CatalogError: an invalid name; properties given to the filesystem catalog, which cannot keep them.
+        """
+        _check_name("database", name)
+        if properties:
+            self._refuse_properties(name)
         if self.database_exists(name):
             if exist_ok:
                 return
             raise DatabaseAlreadyExistsError(name)
         self.storage.mkdirs(self.database_path(name))
+
+    def _refuse_properties(self, name: str) -> None:
+        raise CatalogError(
+            f"database {name!r}: the filesystem catalog keeps no database properties (Java discards them); "
+            "use a catalog with metastore = jdbc to keep them"
+        )
+
+    def database_properties(self, name: str) -> dict[str, str]:
+        """The properties of a database (none in the filesystem catalog).
+
+        Raises:
+            DatabaseNotFoundError: no such database.
+        """
+        if not self.database_exists(name):
+            raise DatabaseNotFoundError(name, self.list_databases())
+        return {}
+
+    def alter_database(
+        self, name: str, set_properties: Mapping[str, str] | None = None, remove: Sequence[str] = ()
+    ) -> None:
+        """Set and remove properties of a database.
+
+        Raises:
+            DatabaseNotFoundError: no such database.
+            CatalogError: the filesystem catalog keeps no properties.
+        """
+        if not self.database_exists(name):
+            raise DatabaseNotFoundError(name, self.list_databases())
+        if set_properties or remove:
+            self._refuse_properties(name)
 
     def drop_database(self, name: str, *, missing_ok: bool = False, cascade: bool = False) -> None:
         if not self.database_exists(name):
@@ -171,6 +277,10 @@ class Catalog:
         others = [f"{database}.{name}" for name in self.list_tables(database)]
         return TableNotFoundError(identifier, others)
 
+    def _registered(self, identifier: str) -> bool:
+        """Whether the metastore lists the table (the filesystem catalog lists what has a schema)."""
+        return True
+
     def table_exists(self, identifier: str) -> bool:
         return SchemaManager(self.storage, self.table_path(identifier)).latest_id() is not None
 
@@ -195,6 +305,7 @@ class Catalog:
             ConfigError: an option is unknown or invalid.
             SchemaError: partition or bucket keys do not fit the schema.
         """
+        check_new_table(identifier)
         database, _ = split_identifier(identifier)
         if not self.database_exists(database):
             raise DatabaseNotFoundError(database, self.list_databases())
@@ -219,10 +330,24 @@ class Catalog:
         check_table_features(
             identifier, path, table_schema, table_options.with_overrides(self.table_defaults)
         )
-        self.storage.mkdirs(path)
-        SchemaManager(self.storage, path).create(table_schema)
+        try:
+            self._write_new_table(identifier, table_schema)
+        except TableAlreadyExistsError:
+            if exist_ok:  # another writer created it meanwhile
+                return self.get_table(identifier)
+            raise TableAlreadyExistsError(identifier) from None
         logger.info("created table %s at %s", identifier, redact(path))
-        return Table(path, self.storage, table_schema, identifier, self.table_defaults, STANDARD_HOOKS)
+        return Table(path, self.storage, table_schema, identifier, self.table_defaults, self.hooks)
+
+    def _write_new_table(self, identifier: str, schema: TableSchema) -> None:
+        """Make the table exist: its first schema file (and, in other metastores, its row).
+
+        Raises:
+            TableAlreadyExistsError: someone else created it first.
+        """
+        path = self.table_path(identifier)
+        self.storage.mkdirs(path)
+        SchemaManager(self.storage, path).create(schema)
 
     @staticmethod
     def _append_schema(
@@ -290,11 +415,11 @@ class Catalog:
 
     def _data_table(self, identifier: str, **dynamic_options: Any) -> Table:
         path = self.table_path(identifier)
-        schema = SchemaManager(self.storage, path).latest()
+        schema = SchemaManager(self.storage, path).latest() if self._registered(identifier) else None
         if schema is None:
             raise self._table_not_found(identifier)
         return Table(
-            path, self.storage, schema, identifier, {**self.table_defaults, **dynamic_options}, STANDARD_HOOKS
+            path, self.storage, schema, identifier, {**self.table_defaults, **dynamic_options}, self.hooks
         )
 
     def drop_table(self, identifier: str, *, missing_ok: bool = False) -> None:
@@ -318,6 +443,7 @@ class Catalog:
             DatabaseNotFoundError: the new name's database does not exist.
             TableAlreadyExistsError: a table of the new name exists.
         """
+        check_new_table(new_identifier)
         if not self.table_exists(identifier):
             raise self._table_not_found(identifier)
         database, _ = split_identifier(new_identifier)
@@ -325,6 +451,12 @@ class Catalog:
             raise DatabaseNotFoundError(database, self.list_databases())
         if self.table_exists(new_identifier):
             raise TableAlreadyExistsError(new_identifier)
+        self._move_table_files(identifier, new_identifier)
+        logger.info("renamed table %s to %s", identifier, new_identifier)
+        return self.get_table(new_identifier)
+
+    def _move_table_files(self, identifier: str, new_identifier: str) -> None:
+        """Move a table's directory to the new name's (see :meth:`rename_table`)."""
         source, target = self.table_path(identifier), self.table_path(new_identifier)
         files = [info.path for info in self.storage.list_prefix(source)]
         schema_dir = join_path(source, "schema") + "/"
@@ -333,8 +465,6 @@ class Catalog:
             relative = path[len(source) :].lstrip("/")
             _copy(self.storage, path, join_path(target, relative))
         self.storage.delete_dir(source)
-        logger.info("renamed table %s to %s", identifier, new_identifier)
-        return self.get_table(new_identifier)
 
     def alter_table(self, identifier: str, changes: SchemaChange | Sequence[SchemaChange]) -> Table:
         """Apply schema changes (``SchemaChange.add_column(...)``, ...) as one new schema version.
@@ -351,9 +481,10 @@ class Catalog:
                 path on another storage...).
         """
         batch = [changes] if isinstance(changes, SchemaChange) else list(changes)
-        path = self.table_path(split_system_name(identifier)[0])
+        base = split_system_name(identifier)[0]
+        path = self.table_path(base)
         manager = SchemaManager(self.storage, path)
-        if manager.latest() is None:
+        if not self._registered(base) or manager.latest() is None:
             raise self._table_not_found(identifier)
 
         def checked(schema: TableSchema) -> TableSchema:
@@ -427,15 +558,26 @@ _STORAGE_PREFIXES = ("s3.", "s3a.", "fs.", "gcs.", "gs.", "azure.", "az.", "oss.
 
 
 def check_option_key(key: str, extra: Sequence[str] = ()) -> None:
-    """Accept a Paimon option, a storage option (under a backend's prefixes) or one of ``extra``.
+    """Accept a Paimon option, a catalog option (``metastore``, ``uri``, ``jdbc.*``...), a storage option (under a
+    backend's prefixes) or one of ``extra``.
 
     Raises:
         ConfigError: any other key, naming the close matches.
     """
     if key in extra or opts.known_option(key) is not None or key.startswith("fields."):
         return
+    if opts.known_catalog_option(key) is not None or key.startswith(opts.JDBC_PREFIX):
+        return
     prefixes, storage_keys = default_registry().storage_option_keys()
     if key.startswith((*prefixes, *_STORAGE_PREFIXES)):
         return  # the backend checks the keys under its own prefixes
-    known = [*extra, *(o.key for o in opts.all_options()), *storage_keys]
+    known = [
+        *extra,
+        *(o.key for o in opts.all_options()),
+        *(o.key for o in opts.catalog_options()),
+        *storage_keys,
+    ]
     raise ConfigError(f"unknown option {key!r}{opts.close_matches(key, known)}", key)
+
+
+register_metastore("filesystem", Catalog)
