@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from paimon_core import options as opts
 from paimon_core.manifest import DataFileMeta
 from paimon_core.predicate import Predicate
-from paimon_core.table._data_file import ParquetDataFile
+from paimon_core.formats import ParquetDataFile
 from paimon_core.table._data_split import DataSplit
 from paimon_core.table._pushdown import RowGroupFilter, rows_of_groups
 from paimon_core.table._read import ROW_KIND_FIELD, TableRead, with_inserts

@@ -10,7 +10,7 @@ for, each fetched once, on the calling thread. Unfetched parts are never read by
 which reads a column chunk by the offsets and sizes the footer gives (``_chunk_range``). An ORC file on
 another store is read whole (Arrow's ORC reader has no ranged reads to follow).
 
-Both kinds offer one interface: ``read``, ``iter_batches`` and, where ``prunable`` (Parquet: row-group
+Every format offers one interface: ``read``, ``iter_batches`` and, where ``prunable`` (Parquet: row-group
 statistics in the footer), ``read_row_groups`` and ``metadata``.
 """
 
@@ -26,6 +26,7 @@ import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
 from paimon_core.errors import DataFileError
+from paimon_core.formats._avro import arrow_column
 
 _TAIL_BYTES = 64 * 1024
 """Read with the footer's length at once: most footers fit."""
@@ -208,8 +209,8 @@ class OrcDataFile:
 
 class AvroDataFile:
     """An open Avro data file (Paimon's advice for level 0 of write-heavy tables): an object container file
-    of one record per row, decoded with fastavro. Its columns come out in the types Arrow infers from the
-    values (the reader casts them to the table's); nothing prunes its blocks.
+    of one record per row, decoded with fastavro. Its columns come out in the Arrow types of their Avro
+    schema (the reader casts them to the table's); nothing prunes its blocks.
 
     Raises:
         OSError: the bytes are not an Avro object container file (the reader names the file).
@@ -232,7 +233,9 @@ class AvroDataFile:
             schema = fastavro.reader(io.BytesIO(self._bytes)).writer_schema
         except (ValueError, EOFError, KeyError) as exc:  # fastavro's errors for bytes that are not Avro
             raise OSError(f"not an Avro object container file: {exc}") from exc
-        self._names = [str(f["name"]) for f in _record_fields(schema)]
+        fields = _record_fields(schema)
+        self._names = [str(f["name"]) for f in fields]
+        self._types = {str(f["name"]): f.get("type") for f in fields}
 
     def close(self) -> None:
         pass
@@ -249,7 +252,7 @@ class AvroDataFile:
                     values[name].append(record[name])
         except (ValueError, EOFError) as exc:
             raise OSError(f"a corrupt Avro block: {exc}") from exc
-        return pa.table({name: pa.array(values[name]) for name in columns})
+        return pa.table({name: arrow_column(values[name], self._types[name]) for name in columns})
 
     def iter_batches(
         self, batch_size: int, columns: Sequence[str], row_groups: Sequence[int] | None = None
