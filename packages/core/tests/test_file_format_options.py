@@ -68,7 +68,9 @@ def test_an_unknown_format_is_refused_naming_it(catalog: Catalog) -> None:
     with pytest.raises(ConfigError, match=r"'lance' for option 'file\.format'"):
         catalog.create_table("db.a", SCHEMA, options={"file.format": "lance"})
     with pytest.raises(ConfigError, match=r"'0:lance' for option 'file\.format\.per\.level'"):
-        catalog.create_table("db.b", SCHEMA, primary_keys=["id"], options={"file.format.per.level": "0:lance"})
+        catalog.create_table(
+            "db.b", SCHEMA, primary_keys=["id"], options={"file.format.per.level": "0:lance"}
+        )
     with pytest.raises(ConfigError, match=r"'lance' for option 'changelog-file\.format'"):
         catalog.create_table("db.c", SCHEMA, primary_keys=["id"], options={"changelog-file.format": "lance"})
 

@@ -5,7 +5,14 @@ other's files."""
 from __future__ import annotations
 
 from paimon_core.formats._avro import RECORD_NAME, AvroFileWriter, avro_codec, avro_schema
-from paimon_core.formats._readers import AvroDataFile, DataFile, OrcDataFile, ParquetDataFile, open_data_file
+from paimon_core.formats._readers import (
+    AvroDataFile,
+    DataFile,
+    OrcDataFile,
+    ParquetDataFile,
+    cast_column,
+    open_data_file,
+)
 from paimon_core.formats._writers import (
     FILE_FORMATS,
     FormatWriter,
@@ -29,6 +36,7 @@ __all__ = [
     "ParquetFileWriter",
     "avro_codec",
     "avro_schema",
+    "cast_column",
     "open_data_file",
     "open_format_writer",
     "orc_codec",

@@ -308,5 +308,17 @@ def _leaf_count(type_: pa.DataType) -> int:
     return 1
 
 
+def cast_column(column: pa.ChunkedArray, arrow_type: pa.DataType) -> pa.ChunkedArray:
+    """A column read from a data file as the table's ``arrow_type``. A nested column built from Python values
+    (an Avro file's) holds empty values under its null structs, which a cast to a fixed-size binary
+    rejects: it is rebuilt from its values instead."""
+    try:
+        return column.cast(arrow_type)
+    except pa.ArrowInvalid:
+        if not pa.types.is_nested(column.type):
+            raise
+        return pa.chunked_array([pa.array(column.to_pylist(), type=arrow_type)], type=arrow_type)
+
+
 DataFile = ParquetDataFile | OrcDataFile | AvroDataFile
 """An open data file of either format."""

@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import Any, BinaryIO, Protocol
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
-from paimon_core.errors import ConfigError
+from paimon_core.errors import ConfigError, SchemaError
 from paimon_core.formats._avro import AvroFileWriter, avro_codec
 
 FILE_FORMATS = ("parquet", "orc", "avro")
@@ -113,8 +114,61 @@ def _millis_type(t: pa.DataType) -> pa.DataType:
     return t
 
 
+_NANOS_PER_UNIT = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+
+
+def _has_timestamp(t: pa.DataType) -> bool:
+    if pa.types.is_timestamp(t):
+        return True
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _has_timestamp(t.value_type)
+    if pa.types.is_map(t):
+        return _has_timestamp(t.key_type) or _has_timestamp(t.item_type)
+    if pa.types.is_struct(t):
+        return any(_has_timestamp(t.field(i).type) for i in range(t.num_fields))
+    return False
+
+
+def _timestamp_arrays(array: pa.Array) -> list[pa.Array]:
+    """The timestamp arrays in ``array``, nested ones included."""
+    t = array.type
+    if pa.types.is_timestamp(t):
+        return [array]
+    if pa.types.is_map(t):
+        return _timestamp_arrays(array.keys) + _timestamp_arrays(array.items)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _timestamp_arrays(array.flatten())
+    if pa.types.is_struct(t):
+        return [a for i in range(t.num_fields) for a in _timestamp_arrays(array.field(i))]
+    return []
+
+
+def _check_nanosecond_range(data: pa.Table) -> None:
+    """Refuse timestamps Arrow's ORC reader cannot read back: it reads every ORC timestamp in nanoseconds,
+    so only 1677-09-21 to 2262-04-11 fit.
+
+    Raises:
+        SchemaError: a column holds a timestamp outside that range, naming it.
+    """
+    for arrow_field, column in zip(data.schema, data.columns, strict=True):
+        if not _has_timestamp(arrow_field.type):
+            continue
+        for chunk in column.chunks:
+            for array in _timestamp_arrays(chunk):
+                factor = _NANOS_PER_UNIT[array.type.unit]
+                bounds = pc.min_max(array.cast(pa.int64()))
+                low, high = bounds["min"].as_py(), bounds["max"].as_py()
+                if low is not None and (low < -(2**63) // factor + 1 or high > (2**63 - 1) // factor):
+                    raise SchemaError(
+                        f"column {arrow_field.name} holds timestamps outside 1677-09-21 .. 2262-04-11, which "
+                        "ORC data files written here cannot hold (Arrow's ORC reader reads timestamps in "
+                        "nanoseconds); write this table as parquet or avro"
+                    )
+
+
 class OrcFileWriter:
     """An ORC data file (``pyarrow.orc.ORCWriter``), with Java's ORC types: TIME as INT milliseconds.
+    Timestamps outside the nanosecond range are refused (:func:`_check_nanosecond_range`).
 
     Args:
         stream: the file's output stream.
@@ -124,6 +178,7 @@ class OrcFileWriter:
 
     Raises:
         ConfigError: a codec ORC cannot use.
+        SchemaError: (from :meth:`write`) a timestamp outside the nanosecond range.
     """
 
     footer = None  # pyarrow exposes no ORC column statistics: the caller computes them from the data
@@ -134,9 +189,12 @@ class OrcFileWriter:
             [f.with_type(_millis_type(f.type)) for f in schema], metadata=schema.metadata
         )
         self._stored = pa.schema([f.with_type(_orc_type(f.type)) for f in schema])
+        self._timestamps = any(_has_timestamp(f.type) for f in schema)
         self._writer = orc.ORCWriter(stream, compression=orc_codec(compression), stripe_size=stripe_size)
 
     def write(self, data: pa.Table) -> None:
+        if self._timestamps:
+            _check_nanosecond_range(data)
         if not data.schema.equals(self._stored, check_metadata=False):
             if not self._millis.equals(self.schema, check_metadata=False):
                 data = data.cast(self._millis, safe=False)  # TIME(6) keeps its milliseconds, as in Java
