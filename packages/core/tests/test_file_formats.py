@@ -4,6 +4,7 @@ reads and value statistics (whose min/max Parquet takes from its footer, ORC and
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import tempfile
 from pathlib import Path
@@ -230,3 +231,22 @@ def test_avro_files_carry_java_s_schema_conventions(catalog: Catalog) -> None:
     assert list(fields) == ["_KEY_id", "_SEQUENCE_NUMBER", "_VALUE_KIND", "id", "v"]
     assert fields["_SEQUENCE_NUMBER"]["type"] == "long" and fields["_VALUE_KIND"]["type"] == "int"
     assert fields["v"]["type"] == ["null", "string"] and fields["v"]["default"] is None
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_temporal_precisions_round_trip(catalog: Catalog, fmt: str) -> None:
+    """TIMESTAMP(0) (Avro keeps it in milliseconds) and, in ORC, TIME(6), stored as Java does: an INT of
+    milliseconds."""
+    fields = [pa.field("id", pa.int64(), nullable=False), pa.field("ts0", pa.timestamp("s"))]
+    fields += [pa.field("ts0s", pa.list_(pa.timestamp("s")))]
+    if fmt == "orc":
+        fields += [pa.field("t6", pa.time64("us"))]
+    schema = pa.schema(fields)
+    at = dt.datetime(2001, 2, 3, 4, 5, 6)
+    values: dict[str, list[Any]] = {"id": [1, 2], "ts0": [at, None], "ts0s": [[at, None], None]}
+    if fmt == "orc":
+        values["t6"] = [dt.time(23, 59, 59, 999_000), None]
+    table = catalog.create_table("db.t", schema, options={"file.format": fmt})
+    table.append(pa.table(values, schema=schema))
+    read = table.to_arrow().sort_by("id")
+    assert read.to_pylist() == pa.table(values, schema=schema).to_pylist()

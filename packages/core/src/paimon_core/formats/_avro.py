@@ -169,6 +169,21 @@ def _unsupported(column: pa.Field, what: str) -> SchemaError:
 # --- values ---------------------------------------------------------------------------------------------------
 
 
+def _millis(t: pa.DataType) -> pa.DataType:
+    """``t`` with every TIMESTAMP(0) in milliseconds (Avro's unit for it), a step before :func:`_physical`."""
+    if pa.types.is_timestamp(t) and t.unit == "s":
+        return pa.timestamp("ms", tz=t.tz)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(t.value_field.with_type(_millis(t.value_type)))
+    if pa.types.is_map(t):
+        return pa.map_(
+            t.key_field.with_type(_millis(t.key_type)), t.item_field.with_type(_millis(t.item_type))
+        )
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(_millis(t.field(i).type)) for i in range(t.num_fields)])
+    return t
+
+
 def _physical(t: pa.DataType) -> pa.DataType:
     """The Arrow type whose Python values fastavro writes for ``t``: temporal types as their integers."""
     if pa.types.is_timestamp(t):
@@ -233,6 +248,9 @@ def _map_writer(t: pa.DataType) -> Converter | None:
 
 def avro_records(data: pa.Table) -> list[dict[str, Any]]:
     """The rows of ``data`` as the dicts fastavro writes with :func:`avro_schema` of its schema."""
+    millis = pa.schema([f.with_type(_millis(f.type)) for f in data.schema])
+    if not millis.equals(data.schema):
+        data = data.cast(millis)
     physical = pa.schema([f.with_type(_physical(f.type)) for f in data.schema])
     if not physical.equals(data.schema):
         data = data.cast(physical)

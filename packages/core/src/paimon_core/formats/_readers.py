@@ -22,6 +22,7 @@ from typing import BinaryIO
 
 import fastavro
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
@@ -312,6 +313,9 @@ def cast_column(column: pa.ChunkedArray, arrow_type: pa.DataType) -> pa.ChunkedA
     """A column read from a data file as the table's ``arrow_type``. A nested column built from Python values
     (an Avro file's) holds empty values under its null structs, which a cast to a fixed-size binary
     rejects: it is rebuilt from its values instead."""
+    if pa.types.is_integer(column.type) and pa.types.is_time64(arrow_type):
+        # An ORC file's TIME is an INT of milliseconds (Java's and ours) whatever the precision.
+        column = pc.multiply(column.cast(pa.int64()), 1_000 if arrow_type.unit == "us" else 1_000_000)
     try:
         return column.cast(arrow_type)
     except pa.ArrowInvalid:
