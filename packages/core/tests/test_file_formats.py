@@ -250,3 +250,22 @@ def test_temporal_precisions_round_trip(catalog: Catalog, fmt: str) -> None:
     table.append(pa.table(values, schema=schema))
     read = table.to_arrow().sort_by("id")
     assert read.to_pylist() == pa.table(values, schema=schema).to_pylist()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_bucketed_append_table_compacts_into_its_format(catalog: Catalog, fmt: str) -> None:
+    options = {"file.format": fmt, "bucket": "2", "bucket-key": "id", "write-only": "true"}
+    table = catalog.create_table("db.t", SCHEMA, options=options)
+    written = []
+    for start in range(0, 40, 10):
+        rows = pa.table(
+            {"id": list(range(start, start + 10)), "v": [f"r{i}" for i in range(10)]}, schema=SCHEMA
+        )
+        table.append(rows)
+        written += rows.to_pylist()
+    before = {e.file.file_name for e in table.live_entries()}
+    table.copy({"compaction.min.file-num": "2"}).compact(parallelism=1)
+    after = catalog.get_table("db.t")
+    names = {e.file.file_name for e in after.live_entries()}
+    assert names and not names & before and _suffixes(after) == {fmt}
+    assert _rows(after.to_arrow()) == sorted(written, key=lambda row: row["id"])
