@@ -13,6 +13,12 @@ from paimon_core.formats._readers import (
     cast_column,
     open_data_file,
 )
+from paimon_core.formats._select import (
+    ORC_STRIPE_BYTES,
+    check_writable_formats,
+    data_file_compression,
+    data_file_format,
+)
 from paimon_core.formats._writers import (
     FILE_FORMATS,
     FormatWriter,
@@ -25,6 +31,7 @@ from paimon_core.formats._writers import (
 
 __all__ = [
     "FILE_FORMATS",
+    "ORC_STRIPE_BYTES",
     "RECORD_NAME",
     "AvroDataFile",
     "AvroFileWriter",
@@ -37,6 +44,9 @@ __all__ = [
     "avro_codec",
     "avro_schema",
     "cast_column",
+    "check_writable_formats",
+    "data_file_compression",
+    "data_file_format",
     "open_data_file",
     "open_format_writer",
     "orc_codec",

@@ -17,8 +17,9 @@ import pyarrow.parquet as pq
 
 from paimon_core.errors import ConfigError, SchemaError
 from paimon_core.formats._avro import AvroFileWriter, avro_codec
+from paimon_core.options import DATA_FILE_FORMATS
 
-FILE_FORMATS = ("parquet", "orc", "avro")
+FILE_FORMATS = DATA_FILE_FORMATS
 """The data file formats written (and read) here, by their ``file.format`` name and file suffix."""
 
 ORC_CODECS = {

@@ -20,7 +20,14 @@ from paimon_core import options as opts
 from paimon_core.binary_row import EMPTY_ROW, serialize_row
 from paimon_core.bucket import assign_buckets
 from paimon_core.errors import DataFileError, PaimonError, StorageError
-from paimon_core.formats import FormatWriter, avro_codec, avro_schema, open_format_writer, orc_codec
+from paimon_core.formats import (
+    ORC_STRIPE_BYTES,
+    FormatWriter,
+    check_writable_formats,
+    data_file_compression,
+    data_file_format,
+    open_format_writer,
+)
 from paimon_core.manifest import DataFileMeta, SimpleStats, local_wall_clock_millis
 from paimon_core.partition import partition_path
 from paimon_core.redaction import get_logger
@@ -74,60 +81,15 @@ class _OpenFile:
     rows: int = 0
 
 
-_ORC_STRIPE_BYTES = 64 << 20  # ORC's default stripe size, which Java keeps unless file.block-size is set
-
-
-def data_file_format(options: opts.Options, level: int, changelog: bool = False, keyed: bool = True) -> str:
-    """The format of a data file written at LSM ``level`` (a changelog file with ``changelog``), as Java's
-    writer factories pick it: ``changelog-file.format``, then (primary-key tables) ``file.format.per.level``,
-    then ``file.format``."""
-    if changelog:
-        chosen = options.get_option(opts.CHANGELOG_FILE_FORMAT)
-        if chosen is not None:
-            return chosen
-    if keyed:
-        chosen = opts.per_level(options.get_option(opts.FILE_FORMAT_PER_LEVEL)).get(level)
-        if chosen is not None:
-            return chosen
-    return options.get_option(opts.FILE_FORMAT)
-
-
-def data_file_compression(options: opts.Options, level: int) -> str:
-    """The codec of a non-Parquet data file at ``level``: ``file.compression.per.level``, else
-    ``file.compression`` (Parquet files take ``parquet.compression`` too, :func:`parquet_writer_options`)."""
-    chosen = opts.per_level(options.get_option(opts.FILE_COMPRESSION_PER_LEVEL)).get(level)
-    return chosen if chosen is not None else options.get_option(opts.FILE_COMPRESSION)
-
-
 def check_writable_format(table: TableStore) -> None:
-    """Refuse, before any file is written, a format that cannot take the table's columns or the codec a
-    level would be written with (Avro: no TIME above millisecond or TIMESTAMP above microsecond precision;
-    each format its own codecs), as Java's schema validation and writer factories do.
+    """Refuse, before any file is written, a format that cannot take the table's columns or a codec
+    (:func:`paimon_core.formats.check_writable_formats`).
 
     Raises:
         ConfigError: a codec the format of some level cannot use, naming the option.
         SchemaError: a column the format of some level cannot hold, naming it.
     """
-    options = table.options
-    keyed = bool(table.schema.primary_keys)
-    levels = {-1}  # a level no per-level option names
-    if keyed:
-        levels |= set(opts.per_level(options.get_option(opts.FILE_FORMAT_PER_LEVEL)))
-        levels |= set(opts.per_level(options.get_option(opts.FILE_COMPRESSION_PER_LEVEL)))
-    checked: set[tuple[str, str]] = set()
-    for level in levels:
-        for changelog in (False, True):
-            file_format = data_file_format(options, level, changelog, keyed)
-            codec = data_file_compression(options, level)
-            if (file_format, codec) in checked:
-                continue
-            checked.add((file_format, codec))
-            option = opts.FILE_COMPRESSION_PER_LEVEL.key if level >= 0 else opts.FILE_COMPRESSION.key
-            if file_format == "orc":
-                orc_codec(codec, option)
-            elif file_format == "avro":
-                avro_codec(codec, option)
-                avro_schema(table.arrow_schema)
+    check_writable_formats(table.options, table.arrow_schema, keyed=bool(table.schema.primary_keys))
 
 
 @dataclass(eq=False)  # a writer is itself, not its fields: hashed and compared by identity
@@ -358,7 +320,7 @@ class DataFileWriter:
             file_schema,
             compression=data_file_compression(options, self.level),
             zstd_level=options.get_option(opts.FILE_COMPRESSION_ZSTD_LEVEL),
-            block_size=block_size if block_size is not None else _ORC_STRIPE_BYTES,
+            block_size=block_size if block_size is not None else ORC_STRIPE_BYTES,
             parquet_arguments=parquet,
         )
 
