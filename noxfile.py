@@ -446,6 +446,14 @@ def bench_write(session: nox.Session) -> None:
 
 
 @nox.session
+def bench_formats(session: nox.Session) -> None:
+    """An append table in Parquet, ORC and Avro vs raw pyarrow.parquet / pyarrow.orc / fastavro on the same
+    rows (``benchmarks/formats_bench.py``; ``-- --rows 20000`` for a smoke run)."""
+    session.install("-e", "packages/core")
+    session.run("python", "benchmarks/formats_bench.py", *session.posargs)
+
+
+@nox.session
 def bench_selective_read(session: nox.Session) -> None:
     """Filtered reads (0.1% and 10%) vs raw pyarrow on the same files and pypaimon (``selective_read_bench.py``)."""
     session.install("-e", "packages/core", PYPAIMON)

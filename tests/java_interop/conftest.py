@@ -363,20 +363,54 @@ class JavaPaimon:
             self.paimon.data.InternalRow.createFieldGetter(row_type.getTypeAt(i), i)
             for i in range(row_type.getFieldCount())
         ]
-        strings = [row_type.getTypeAt(i).getTypeRoot().name() == "VARCHAR" for i in range(len(getters))]
+        types = [row_type.getTypeAt(i) for i in range(len(getters))]
         rows = []
         iterator = self.paimon.reader.RecordReaderIterator(reader)
         try:
             while iterator.hasNext():
                 row = iterator.next()
                 values = [row.getRowKind().shortString()]
-                for getter, is_string in zip(getters, strings, strict=True):
-                    value = getter.getFieldOrNull(row)
-                    values.append(value.toString() if is_string and value is not None else value)
+                for getter, data_type in zip(getters, types, strict=True):
+                    values.append(self._python(data_type, getter.getFieldOrNull(row)))
                 rows.append(tuple(values))
         finally:
             iterator.close()
         return rows
+
+    def _python(self, data_type: Any, value: Any) -> Any:
+        """A Java field value as Python: strings as str, timestamps as (epoch millisecond, nanosecond of it),
+        decimals as their plain text, arrays as lists, maps as sorted (key, value) lists, rows as tuples;
+        numbers, booleans and bytes as py4j gives them (DATE: days, TIME: milliseconds)."""
+        if value is None:
+            return None
+        root = data_type.getTypeRoot().name()
+        if root in ("VARCHAR", "CHAR"):
+            return value.toString()
+        if root.startswith("TIMESTAMP"):
+            return (value.getMillisecond(), value.getNanoOfMillisecond())
+        if root == "DECIMAL":
+            return format(value.toBigDecimal(), "f")  # py4j gives a BigDecimal as a Python Decimal
+        if root == "ARRAY":
+            return self._elements(data_type.getElementType(), value)
+        if root == "MAP":
+            keys = self._elements(data_type.getKeyType(), value.keyArray())
+            items = self._elements(data_type.getValueType(), value.valueArray())
+            return sorted(zip(keys, items, strict=True), key=_sort_key)
+        if root == "ROW":
+            return tuple(
+                self._python(
+                    data_type.getTypeAt(i),
+                    self.paimon.data.InternalRow.createFieldGetter(data_type.getTypeAt(i), i).getFieldOrNull(
+                        value
+                    ),
+                )
+                for i in range(data_type.getFieldCount())
+            )
+        return value
+
+    def _elements(self, element_type: Any, array: Any) -> list[Any]:
+        getter = self.paimon.data.InternalArray.createElementGetter(element_type)
+        return [self._python(element_type, getter.getElementOrNull(array, i)) for i in range(array.size())]
 
     def read_with(
         self, name: str, options: Mapping[str, str], *, audit_log: bool = False

@@ -130,7 +130,7 @@ def test_an_orc_data_file_reads_alike_from_a_path_bytes_or_a_remote_file(tmp_pat
 
     import pyarrow.orc as orc
 
-    from paimon_core.table._data_file import OrcDataFile, open_data_file
+    from paimon_core.formats import OrcDataFile, open_data_file
 
     data = pa.table({"id": list(range(5000)), "v": [f"v{i}" for i in range(5000)]}, schema=SCHEMA)
     path = tmp_path / "data-1-0.orc"
@@ -151,7 +151,7 @@ def test_a_data_file_in_a_format_not_read_here_is_refused_naming_it() -> None:
     import io
 
     from paimon_core.errors import DataFileError
-    from paimon_core.table._data_file import open_data_file
+    from paimon_core.formats import open_data_file
 
     remote = io.BytesIO(b"LANC")
     with pytest.raises(
@@ -166,7 +166,7 @@ def test_an_avro_data_file_reads_its_columns_and_refuses_bytes_that_are_not_avro
 
     import fastavro
 
-    from paimon_core.table._data_file import AvroDataFile, open_data_file
+    from paimon_core.formats import AvroDataFile, open_data_file
 
     schema = {"type": "record", "name": "record", "fields": [
         {"name": "id", "type": "long"}, {"name": "v", "type": ["null", "string"]}]}  # fmt: skip

@@ -1,10 +1,8 @@
 """Paimon's per-level file options: ``file.compression.per.level`` picks each level's codec,
-``file.format.per.level`` and ``changelog-file.format`` are known, and a format other than Parquet stops a
-write before any file is written (data files of every format are read by their suffix)."""
+``file.format.per.level`` each level's format (data files of every format are read by their suffix), and
+an unknown format is refused naming it."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -45,22 +43,36 @@ def test_each_level_is_compressed_with_its_codec(catalog: Catalog) -> None:
     assert catalog.get_table("db.kv").to_arrow().sort_by("id").column("v").to_pylist() == ["a", "B", "c"]
 
 
-def test_a_format_per_level_other_than_parquet_stops_the_write(catalog: Catalog, tmp_path: Path) -> None:
-    table = catalog.create_table(
-        "db.t", SCHEMA, primary_keys=["id"], options={"file.format.per.level": "0:avro"}
-    )
-    with pytest.raises(ConfigError, match=r"file\.format\.per\.level \(level 0\) = avro"):
-        table.append(pa.table({"id": [1], "v": ["a"]}, schema=SCHEMA))
-    assert table.latest_snapshot() is None
-    assert not list(Path(table.path).rglob("data-*"))
-    changelog = catalog.create_table(
-        "db.c", SCHEMA, primary_keys=["id"], options={"changelog-file.format": "orc"}
-    )
-    with pytest.raises(ConfigError, match=r"changelog-file\.format = orc"):
-        changelog.append(pa.table({"id": [1], "v": ["a"]}, schema=SCHEMA))
-    parquet = catalog.create_table("db.p", SCHEMA, options={"file.format.per.level": "0:parquet, 3:parquet"})
-    parquet.append(pa.table({"id": [1], "v": ["a"]}, schema=SCHEMA))
-    assert parquet.to_arrow().num_rows == 1
+def _formats_by_level(table: Table) -> dict[int, set[str]]:
+    found: dict[int, set[str]] = {}
+    for entry in table.live_entries():
+        found.setdefault(entry.file.level, set()).add(entry.file.file_name.rsplit(".", 1)[-1])
+    return found
+
+
+def test_each_level_is_written_in_its_format_and_the_levels_read_back_together(catalog: Catalog) -> None:
+    options = {"bucket": "1", "file.format": "orc", "file.format.per.level": "0:avro", "write-only": "true"}
+    table = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options=options)
+    table.append(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=SCHEMA))
+    table.append(pa.table({"id": [2, 3], "v": ["B", "c"]}, schema=SCHEMA))
+    assert _formats_by_level(table) == {0: {"avro"}}
+    table.copy({"compaction.min.file-num": "2"}).compact(parallelism=1)
+    table.append(pa.table({"id": [3, 4], "v": ["C", "d"]}, schema=SCHEMA))
+    formats = _formats_by_level(catalog.get_table("db.t"))
+    assert formats[0] == {"avro"} and set().union(*(v for k, v in formats.items() if k > 0)) == {"orc"}
+    rows = catalog.get_table("db.t").to_arrow().sort_by("id").to_pylist()
+    assert rows == [{"id": 1, "v": "a"}, {"id": 2, "v": "B"}, {"id": 3, "v": "C"}, {"id": 4, "v": "d"}]
+
+
+def test_an_unknown_format_is_refused_naming_it(catalog: Catalog) -> None:
+    with pytest.raises(ConfigError, match=r"'lance' for option 'file\.format'"):
+        catalog.create_table("db.a", SCHEMA, options={"file.format": "lance"})
+    with pytest.raises(ConfigError, match=r"'0:lance' for option 'file\.format\.per\.level'"):
+        catalog.create_table(
+            "db.b", SCHEMA, primary_keys=["id"], options={"file.format.per.level": "0:lance"}
+        )
+    with pytest.raises(ConfigError, match=r"'lance' for option 'changelog-file\.format'"):
+        catalog.create_table("db.c", SCHEMA, primary_keys=["id"], options={"changelog-file.format": "lance"})
 
 
 def test_per_level_maps_parse_as_paimon_writes_them() -> None:

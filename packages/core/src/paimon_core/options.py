@@ -250,17 +250,36 @@ BUCKET_FUNCTION_TYPE: Option[str] = _declare(
 )
 
 # --- files ---
+DATA_FILE_FORMATS = ("parquet", "orc", "avro")
+"""The data file formats (``file.format`` values and file suffixes) written and read here."""
+
+
+def _valid_formats_per_level(text: str) -> bool:
+    return _valid_per_level(text) and all(v in DATA_FILE_FORMATS for v in per_level(text).values())
+
+
 FILE_FORMAT: Option[str] = _declare(
-    Option(
-        "file.format", _choice("parquet"), "parquet", "Data file format (this implementation writes Parquet)."
-    )
+    Option("file.format", _choice(*DATA_FILE_FORMATS), "parquet", "Data file format: parquet, orc or avro.")
 )
 FILE_COMPRESSION: Option[str] = _declare(
     Option(
         "file.compression",
-        _choice("zstd", "snappy", "gzip", "lz4", "brotli", "none", "uncompressed"),
+        _choice(
+            "zstd",
+            "snappy",
+            "gzip",
+            "lz4",
+            "brotli",
+            "zlib",
+            "deflate",
+            "bzip2",
+            "xz",
+            "none",
+            "uncompressed",
+        ),
         "zstd",
-        "Data file compression codec.",
+        "Data file compression codec (each format takes its own: Parquet zstd, snappy, gzip, lz4, brotli; "
+        "ORC zstd, snappy, lz4, zlib; Avro zstd, snappy, deflate, bzip2, xz; all of them none).",
     )
 )
 FILE_FORMAT_PER_LEVEL: Option[str | None] = _declare(
@@ -268,18 +287,19 @@ FILE_FORMAT_PER_LEVEL: Option[str | None] = _declare(
         "file.format.per.level",
         _optional(_str),
         None,
-        "Data file format per LSM level, e.g. '0:avro,3:parquet'. Files are read by their suffix whatever "
-        "this says; this implementation writes Parquet only, so a table naming another format is not written.",
-        check=lambda v: v is None or _valid_per_level(v),
-        check_doc="must be 'level:value' pairs, comma-separated",
+        "Data file format per LSM level of a primary-key table, e.g. '0:avro,3:parquet'; other levels take "
+        "file.format. Files are read by their suffix whatever this says.",
+        check=lambda v: v is None or _valid_formats_per_level(v),
+        check_doc=f"must be 'level:format' pairs, comma-separated, formats among {', '.join(DATA_FILE_FORMATS)}",
     )
 )
 CHANGELOG_FILE_FORMAT: Option[str | None] = _declare(
     Option(
         "changelog-file.format",
-        _optional(_str),
+        _optional(_choice(*DATA_FILE_FORMATS)),
         None,
-        "Changelog file format (default: file.format); read by the file's suffix, written in Parquet only.",
+        "Changelog file format (default: file.format, or the per-level format of the level the changelog "
+        "is produced at).",
     )
 )
 FILE_COMPRESSION_PER_LEVEL: Option[str | None] = _declare(

@@ -21,11 +21,11 @@ import pyarrow.compute as pc
 from paimon_core import options as opts
 from paimon_core.deletionvectors import DeletionVector, read_deletion_vectors
 from paimon_core.errors import DataFileError, PaimonError, SchemaError
+from paimon_core.formats import DataFile, ParquetDataFile, cast_column, open_data_file
 from paimon_core.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexFileMeta
 from paimon_core.predicate import Predicate
 from paimon_core.storage import LocalBackend, join_path, local_path, unwrap
 from paimon_core.table._compacted_changelog import read_changelog_slice
-from paimon_core.table._data_file import DataFile, ParquetDataFile, open_data_file
 from paimon_core.table._data_split import DataSplit
 from paimon_core.table._entries import explain_missing, is_changelog_file
 from paimon_core.table._pushdown import RowGroupFilter, compile_mask, rows_of_groups
@@ -104,7 +104,7 @@ class TableRead:
         """
         storage = self.table.storage
         try:
-            # Arrow reads local files itself, anything else from memory it owns (_data_file.py says why).
+            # Arrow reads local files itself, anything else from memory it owns (formats/_readers.py says why).
             source: str | bytes | BinaryIO | None = read_changelog_slice(storage, path)
             if source is None:
                 local = isinstance(unwrap(storage), LocalBackend)
@@ -135,7 +135,7 @@ class TableRead:
                 continue
             column = data.column(file_name)
             if column.type != field.type:
-                column = column.cast(field.type)
+                column = cast_column(column, field.type)
             columns.append(column)
         table = pa.Table.from_arrays(columns, schema=self._read_schema)
         if self._row_mask is not None:

@@ -1,4 +1,5 @@
-"""Writing Arrow data into rolling Parquet files per (partition, bucket), bounded in memory."""
+"""Writing Arrow data into rolling data files (Parquet, ORC or Avro) per (partition, bucket), bounded in
+memory."""
 
 from __future__ import annotations
 
@@ -18,7 +19,15 @@ import pyarrow.parquet as pq
 from paimon_core import options as opts
 from paimon_core.binary_row import EMPTY_ROW, serialize_row
 from paimon_core.bucket import assign_buckets
-from paimon_core.errors import ConfigError, DataFileError, PaimonError, StorageError
+from paimon_core.errors import DataFileError, PaimonError, StorageError
+from paimon_core.formats import (
+    ORC_STRIPE_BYTES,
+    FormatWriter,
+    check_writable_formats,
+    data_file_compression,
+    data_file_format,
+    open_format_writer,
+)
 from paimon_core.manifest import DataFileMeta, SimpleStats, local_wall_clock_millis
 from paimon_core.redaction import get_logger
 from paimon_core.stats import StatsCollector
@@ -65,7 +74,7 @@ class _OpenFile:
     name: str
     path: str
     stream: BinaryIO
-    writer: pq.ParquetWriter
+    writer: FormatWriter
     stats: StatsCollector
     min_seq: int
     key_value: KeyValueFileStats | None = None
@@ -74,32 +83,22 @@ class _OpenFile:
 
 
 def check_writable_format(table: TableStore) -> None:
-    """Data files are written in Parquet only; a table of another ``file.format`` (ORC, read here; Avro) is
-    refused rather than given files of a format it does not declare.
+    """Refuse, before any file is written, a format that cannot take the table's columns or a codec
+    (:func:`paimon_core.formats.check_writable_formats`).
 
     Raises:
-        ConfigError: the table's ``file.format`` is not Parquet.
+        ConfigError: a codec the format of some level cannot use, naming the option.
+        SchemaError: a column the format of some level cannot hold, naming it.
     """
-    options = table.options
-    stored = str(options.get(opts.FILE_FORMAT.key, opts.FILE_FORMAT.default)).lower()
-    formats = {opts.FILE_FORMAT.key: stored}
-    for level, value in opts.per_level(options.get_option(opts.FILE_FORMAT_PER_LEVEL)).items():
-        formats[f"{opts.FILE_FORMAT_PER_LEVEL.key} (level {level})"] = value
-    changelog = options.get_option(opts.CHANGELOG_FILE_FORMAT)
-    if changelog is not None:
-        formats[opts.CHANGELOG_FILE_FORMAT.key] = changelog.lower()
-    for key, value in formats.items():
-        if value != "parquet":
-            raise ConfigError(
-                f"{table.identifier} stores data files as {value} ({key} = {value}): paimon-core writes Parquet "
-                "data files only (it reads Parquet, ORC and Avro), so it does not write or compact this table",
-                key.split(" ")[0],
-            )
+    check_writable_formats(table.options, table.arrow_schema, keyed=bool(table.schema.primary_keys))
 
 
 @dataclass(eq=False)  # a writer is itself, not its fields: hashed and compared by identity
 class DataFileWriter:
-    """Rolling Parquet writer for one (partition, bucket); rows are buffered into row groups.
+    """Rolling data file writer for one (partition, bucket); rows are buffered into row groups.
+
+    Files are in the format :func:`data_file_format` picks for the writer's level (and ``changelog``):
+    Parquet, ORC or Avro, each through the writer of ``paimon_core.formats``.
 
     The table's Parquet options shape the files as parquet-java's do in Java Paimon: a row group is cut
     when the buffered rows reach ``parquet.block.size`` (``file.block-size``) bytes, pages at
@@ -126,6 +125,7 @@ class DataFileWriter:
     level: int = 0
     row_group_bytes: int | None = None  # the row group size (and buffered bytes that start a flush)
     name_prefix: str | None = None  # the file name prefix; ``data-file.prefix`` when None
+    changelog: bool = False  # changelog files: ``changelog-file.format`` picks their format
     dictionary: DictionaryChoice | None = None  # shared by the writers of one table write
     spilled: SpilledBatches | None = None
     buffered: list[pa.RecordBatch] = field(default_factory=list)
@@ -142,6 +142,9 @@ class DataFileWriter:
     def __post_init__(self) -> None:
         check_writable_format(self.table)
         self._external = self.table.external_paths(self.partition, self.bucket)
+        self.file_format = data_file_format(
+            self.table.options, self.level, self.changelog, keyed=self.layout is not None
+        )
         block_size = self.table.options.parquet_block_size()
         self.row_group_bytes = min(self.row_group_bytes or block_size, block_size)
         if self.dictionary is None:
@@ -256,9 +259,9 @@ class DataFileWriter:
         file_schema = open_file.writer.schema
         if not chunk.schema.equals(file_schema, check_metadata=False):
             chunk = chunk.cast(file_schema)
-        # Little work: min/max come from the footer the Parquet writer fills (stats.py).
+        # Little work for Parquet: min/max come from the footer its writer fills (stats.py).
         open_file.stats.update(chunk)
-        open_file.writer.write_table(chunk, row_group_size=max(chunk.num_rows, 1))
+        open_file.writer.write(chunk)
         if open_file.key_value is not None:
             open_file.key_value.update(chunk)
         open_file.rows += chunk.num_rows
@@ -266,7 +269,7 @@ class DataFileWriter:
     def _open(self, sample: pa.Table) -> _OpenFile:
         table = self.table
         prefix = self.name_prefix or table.options.get_option(opts.DATA_FILE_PREFIX)
-        name = f"{prefix}{self._file_uuid}-{self._file_counter}.parquet"
+        name = f"{prefix}{self._file_uuid}-{self._file_counter}.{self.file_format}"
         self._file_counter += 1
         external = self._external is not None
         path = (
@@ -287,24 +290,45 @@ class DataFileWriter:
         file_schema = storage_arrow_schema(
             self.layout.file_schema if self.layout is not None else table.arrow_schema
         )
-        assert self.dictionary is not None
-        writer = pq.ParquetWriter(
-            stream,
-            file_schema,
-            use_dictionary=self.dictionary.columns(sample),
-            write_statistics=True,
-            **parquet_writer_options(table.options, self.level),
-        )
+        try:
+            writer = self._format_writer(stream, file_schema, sample)
+        except BaseException:
+            stream.close()
+            table.storage.delete(path)
+            raise
+        # Parquet: min/max as its writer computed them into the footer (stats.py); others: from the data.
+        footer_schema = file_schema if self.file_format == "parquet" else None
         stats = StatsCollector(
             list(table.schema.fields),
             table.options.get_option(opts.STATS_MODE),
             table.options.per_field("stats-mode"),
             table.options.get_option(opts.STATS_DENSE_STORE),
-            footer_schema=file_schema,  # min/max as the Parquet writer computed them (stats.py)
+            footer_schema=footer_schema,
         )
-        key_value = self.layout.new_file_stats(file_schema) if self.layout is not None else None
+        key_value = self.layout.new_file_stats(footer_schema) if self.layout is not None else None
         self._file = _OpenFile(name, path, stream, writer, stats, self.next_seq, key_value, external=external)
         return self._file
+
+    def _format_writer(self, stream: BinaryIO, file_schema: pa.Schema, sample: pa.Table) -> FormatWriter:
+        options = self.table.options
+        parquet = None
+        if self.file_format == "parquet":
+            assert self.dictionary is not None
+            parquet = {
+                "use_dictionary": self.dictionary.columns(sample),
+                "write_statistics": True,
+                **parquet_writer_options(options, self.level),
+            }
+        block_size = options.get_option(opts.FILE_BLOCK_SIZE)
+        return open_format_writer(
+            self.file_format,
+            stream,
+            file_schema,
+            compression=data_file_compression(options, self.level),
+            zstd_level=options.get_option(opts.FILE_COMPRESSION_ZSTD_LEVEL),
+            block_size=block_size if block_size is not None else ORC_STRIPE_BYTES,
+            parquet_arguments=parquet,
+        )
 
     def roll(self) -> None:
         """Close the open file (what the writer writes next goes to a new one)."""
@@ -319,7 +343,7 @@ class DataFileWriter:
         if open_file.rows == 0:
             self.table.storage.delete(open_file.path)
             return
-        footer = open_file.writer.writer.metadata
+        footer = open_file.writer.footer
         value_stats, stats_cols = open_file.stats.result(footer)
         min_key, max_key, key_stats = EMPTY_ROW, EMPTY_ROW, SimpleStats.EMPTY
         min_seq, max_seq, deletes = open_file.min_seq, open_file.min_seq + open_file.rows - 1, 0

@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core import options as opts
+from paimon_core.formats import ParquetDataFile, cast_column
 from paimon_core.manifest import DataFileMeta
 from paimon_core.predicate import Predicate
-from paimon_core.table._data_file import ParquetDataFile
 from paimon_core.table._data_split import DataSplit
 from paimon_core.table._pushdown import RowGroupFilter, rows_of_groups
 from paimon_core.table._read import ROW_KIND_FIELD, TableRead, with_inserts
@@ -187,7 +187,7 @@ class KeyValueTableRead(TableRead):
                 columns.append(pa.nulls(data.num_rows, field.type))
                 continue
             column = data.column(name)
-            columns.append(column if column.type == field.type else column.cast(field.type))
+            columns.append(column if column.type == field.type else cast_column(column, field.type))
         return pa.Table.from_arrays(columns, schema=target)
 
     def read_keys(self, split: DataSplit, file: DataFileMeta) -> pa.Table:

@@ -454,6 +454,7 @@ class MergeTreeWriter:
             level=level,
             row_group_bytes=min(self.buffer_limit // 4, self.table.options.parquet_block_size()),
             name_prefix=prefix,
+            changelog=changelog,
         )
         try:
             for chunk in chunks:

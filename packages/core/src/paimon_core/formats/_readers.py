@@ -10,7 +10,7 @@ for, each fetched once, on the calling thread. Unfetched parts are never read by
 which reads a column chunk by the offsets and sizes the footer gives (``_chunk_range``). An ORC file on
 another store is read whole (Arrow's ORC reader has no ranged reads to follow).
 
-Both kinds offer one interface: ``read``, ``iter_batches`` and, where ``prunable`` (Parquet: row-group
+Every format offers one interface: ``read``, ``iter_batches`` and, where ``prunable`` (Parquet: row-group
 statistics in the footer), ``read_row_groups`` and ``metadata``.
 """
 
@@ -22,10 +22,12 @@ from typing import BinaryIO
 
 import fastavro
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
 from paimon_core.errors import DataFileError
+from paimon_core.formats._avro import arrow_column
 
 _TAIL_BYTES = 64 * 1024
 """Read with the footer's length at once: most footers fit."""
@@ -208,8 +210,8 @@ class OrcDataFile:
 
 class AvroDataFile:
     """An open Avro data file (Paimon's advice for level 0 of write-heavy tables): an object container file
-    of one record per row, decoded with fastavro. Its columns come out in the types Arrow infers from the
-    values (the reader casts them to the table's); nothing prunes its blocks.
+    of one record per row, decoded with fastavro. Its columns come out in the Arrow types of their Avro
+    schema (the reader casts them to the table's); nothing prunes its blocks.
 
     Raises:
         OSError: the bytes are not an Avro object container file (the reader names the file).
@@ -232,7 +234,9 @@ class AvroDataFile:
             schema = fastavro.reader(io.BytesIO(self._bytes)).writer_schema
         except (ValueError, EOFError, KeyError) as exc:  # fastavro's errors for bytes that are not Avro
             raise OSError(f"not an Avro object container file: {exc}") from exc
-        self._names = [str(f["name"]) for f in _record_fields(schema)]
+        fields = _record_fields(schema)
+        self._names = [str(f["name"]) for f in fields]
+        self._types = {str(f["name"]): f.get("type") for f in fields}
 
     def close(self) -> None:
         pass
@@ -249,7 +253,7 @@ class AvroDataFile:
                     values[name].append(record[name])
         except (ValueError, EOFError) as exc:
             raise OSError(f"a corrupt Avro block: {exc}") from exc
-        return pa.table({name: pa.array(values[name]) for name in columns})
+        return pa.table({name: arrow_column(values[name], self._types[name]) for name in columns})
 
     def iter_batches(
         self, batch_size: int, columns: Sequence[str], row_groups: Sequence[int] | None = None
@@ -303,6 +307,21 @@ def _leaf_count(type_: pa.DataType) -> int:
     if pa.types.is_list(type_) or pa.types.is_large_list(type_) or pa.types.is_fixed_size_list(type_):
         return _leaf_count(type_.value_type)
     return 1
+
+
+def cast_column(column: pa.ChunkedArray, arrow_type: pa.DataType) -> pa.ChunkedArray:
+    """A column read from a data file as the table's ``arrow_type``. A nested column built from Python values
+    (an Avro file's) holds empty values under its null structs, which a cast to a fixed-size binary
+    rejects: it is rebuilt from its values instead."""
+    if pa.types.is_integer(column.type) and pa.types.is_time64(arrow_type):
+        # An ORC file's TIME is an INT of milliseconds (Java's and ours) whatever the precision.
+        column = pc.multiply(column.cast(pa.int64()), 1_000 if arrow_type.unit == "us" else 1_000_000)
+    try:
+        return column.cast(arrow_type)
+    except pa.ArrowInvalid:
+        if not pa.types.is_nested(column.type):
+            raise
+        return pa.chunked_array([pa.array(column.to_pylist(), type=arrow_type)], type=arrow_type)
 
 
 DataFile = ParquetDataFile | OrcDataFile | AvroDataFile
