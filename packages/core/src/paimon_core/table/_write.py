@@ -19,6 +19,7 @@ from paimon_core import options as opts
 from paimon_core.binary_row import EMPTY_ROW, serialize_row
 from paimon_core.bucket import assign_buckets
 from paimon_core.errors import ConfigError, DataFileError, PaimonError, StorageError
+from paimon_core.fileindex import INDEX_FILE_SUFFIX, FileIndexBuilder, index_builder
 from paimon_core.manifest import DataFileMeta, SimpleStats, local_wall_clock_millis
 from paimon_core.partition import partition_path
 from paimon_core.redaction import get_logger
@@ -69,6 +70,7 @@ class _OpenFile:
     stats: StatsCollector
     min_seq: int
     key_value: KeyValueFileStats | None = None
+    index: FileIndexBuilder | None = None
     rows: int = 0
 
 
@@ -127,6 +129,7 @@ class DataFileWriter:
     name_prefix: str | None = None  # the file name prefix; ``data-file.prefix`` when None
     dictionary: DictionaryChoice | None = None  # shared by the writers of one table write
     spilled: SpilledBatches | None = None
+    file_index: bool = True  # build the file indexes the table's options ask for (not for changelog files)
     buffered: list[pa.RecordBatch] = field(default_factory=list)
     buffered_bytes: int = 0
     written: list[DataFileMeta] = field(default_factory=list)
@@ -143,6 +146,8 @@ class DataFileWriter:
         self.row_group_bytes = min(self.row_group_bytes or block_size, block_size)
         if self.dictionary is None:
             self.dictionary = DictionaryChoice(self.table.options)
+        if self.file_index:
+            self._new_index()  # a bad file-index option fails the write before any file is written
 
     @property
     def group_bytes(self) -> int:
@@ -258,7 +263,15 @@ class DataFileWriter:
         open_file.writer.write_table(chunk, row_group_size=max(chunk.num_rows, 1))
         if open_file.key_value is not None:
             open_file.key_value.update(chunk)
+        if open_file.index is not None:
+            open_file.index.update(chunk)
         open_file.rows += chunk.num_rows
+
+    def _new_index(self) -> FileIndexBuilder | None:
+        """The indexes of a new file, over the value columns (a primary-key file's too, as Java)."""
+        if not self.file_index:
+            return None
+        return index_builder(self.table.options, self.table.schema.fields)
 
     def _open(self, sample: pa.Table) -> _OpenFile:
         table = self.table
@@ -297,7 +310,7 @@ class DataFileWriter:
             footer_schema=file_schema,  # min/max as the Parquet writer computed them (stats.py)
         )
         key_value = self.layout.new_file_stats(file_schema) if self.layout is not None else None
-        self._file = _OpenFile(name, path, stream, writer, stats, self.next_seq, key_value)
+        self._file = _OpenFile(name, path, stream, writer, stats, self.next_seq, key_value, self._new_index())
         return self._file
 
     def roll(self) -> None:
@@ -326,6 +339,7 @@ class DataFileWriter:
             min_seq, max_seq, deletes = key_value.min_sequence, key_value.max_sequence, key_value.delete_rows
         else:
             self.next_seq = open_file.min_seq + open_file.rows
+        embedded, extra = self._write_index(open_file)
         self.written.append(
             DataFileMeta(
                 file_name=open_file.name,
@@ -339,10 +353,10 @@ class DataFileWriter:
                 max_sequence_number=max_seq,
                 schema_id=self.table.schema.id,
                 level=self.level,
-                extra_files=(),
+                extra_files=extra,
                 creation_time=local_wall_clock_millis(),
                 delete_row_count=deletes,
-                embedded_index=None,
+                embedded_index=embedded,
                 file_source=self.file_source,
                 value_stats_cols=stats_cols,
                 external_path=None,
@@ -350,6 +364,23 @@ class DataFileWriter:
                 write_cols=None,
             )
         )
+
+    def _write_index(self, open_file: _OpenFile) -> tuple[bytes | None, tuple[str, ...]]:
+        """The file's indexes: embedded in the manifest up to ``file-index.in-manifest-threshold`` bytes,
+        else in ``<data file>.index`` beside it (an extra file of the entry)."""
+        if open_file.index is None:
+            return None, ()
+        data = open_file.index.to_bytes()
+        if len(data) <= self.table.options.get_option(opts.FILE_INDEX_IN_MANIFEST_THRESHOLD):
+            return data, ()
+        name = open_file.name + INDEX_FILE_SUFFIX
+        path = join_path(self.directory, name)
+        try:
+            self.table.storage.write_bytes(path, data)
+        except BaseException:
+            self.table.storage.delete(open_file.path)
+            raise
+        return None, (name,)
 
     def close(self) -> list[DataFileMeta]:
         self.flush()
@@ -359,7 +390,7 @@ class DataFileWriter:
 
     def abort(self) -> list[str]:
         """Close quietly and return the paths of every file this writer created."""
-        paths = [join_path(self.directory, f.file_name) for f in self.written]
+        paths = [join_path(self.directory, n) for f in self.written for n in (f.file_name, *f.extra_files)]
         if self._file is not None:
             try:
                 self._file.writer.close()
@@ -685,7 +716,8 @@ class TableWrite:
         except BaseException:
             for key, files in closed.items():
                 directory = self._writers[key].directory
-                self._delete([join_path(directory, f.file_name) for f in files], "after a failed write")
+                paths = [join_path(directory, n) for f in files for n in (f.file_name, *f.extra_files)]
+                self._delete(paths, "after a failed write")
             raise
         return closed
 

@@ -431,7 +431,8 @@ class MergeTreeWriter:
 
     def _delete(self, file: DataFileMeta) -> None:
         try:
-            self.table.storage.delete(join_path(self.directory, file.file_name))
+            for name in (file.file_name, *file.extra_files):
+                self.table.storage.delete(join_path(self.directory, name))
         except OSError:
             logger.warning("could not delete intermediate file %s", file.file_name, exc_info=True)
 
@@ -453,6 +454,7 @@ class MergeTreeWriter:
             level=level,
             row_group_bytes=min(self.buffer_limit // 4, self.table.options.parquet_block_size()),
             name_prefix=prefix,
+            file_index=not changelog,
         )
         try:
             for chunk in chunks:
@@ -493,9 +495,10 @@ class MergeTreeWriter:
         """Files this writer wrote that no commit holds yet (for an abort)."""
         before = set(self.compact_before)
         return [
-            join_path(self.directory, f.file_name)
+            join_path(self.directory, name)
             for f in (*self.new_files, *self.compact_after, *self.changelog_files, *self.compact_changelog)
             if f.file_name not in before
+            for name in (f.file_name, *f.extra_files)
         ]
 
 

@@ -1,0 +1,126 @@
+"""File indexes (bloom filter, bitmap) against Java Apache Paimon 0.9 (marker ``java_interop``).
+
+Java writes tables with ``file-index.*`` options and our planning skips the very files Java's planning
+skips (indexes embedded in the manifest; Java 0.9 evaluates ``.index`` files only when it opens a file,
+so for those the rows are compared); we write such tables and Java's planning skips our files by our
+bytes, and its reads (which open our ``.index`` files) return our rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from paimon_core import Catalog
+
+pytestmark = pytest.mark.java_interop
+
+COLUMNS = [("id", "INT"), ("name", "STRING"), ("score", "DOUBLE")]
+SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string()), ("score", pa.float64())])
+COMMITS = 4
+# Every file spans the same id range (ids of one residue mod COMMITS each): statistics prune nothing, so
+# any file skipped is skipped by its index.
+EMBEDDED = {
+    "bucket": "-1",
+    "write-only": "true",
+    "file-index.bloom-filter.columns": "id",
+    "file-index.bloom-filter.id.items": "100",
+    "file-index.bloom-filter.id.fpp": "0.01",
+}
+IN_INDEX_FILES = {
+    "bucket": "-1",
+    "write-only": "true",
+    "file-index.bitmap.columns": "name",
+    "file-index.bloom-filter.columns": "id",
+    "file-index.bloom-filter.id.items": "100",
+    "file-index.in-manifest-threshold": "16 b",
+}
+
+
+def _rows(commit: int) -> list[tuple[Any, ...]]:
+    ids = range(commit, 200, COMMITS)
+    return [(i, None if i % 11 == 0 else f"n{i}", i / 2) for i in ids]
+
+
+def _java_planned_files(java: Any, name: str, where: tuple[str, str, Any]) -> set[str]:
+    """The data files of Java's batch plan of ``name`` with the filter ``where`` pushed down."""
+    table = java.table(name)
+    builder = java._call(java.paimon.table.Table, table, "newReadBuilder")
+    predicate = java._predicate(table.rowType(), where)
+    builder = java._call(
+        java.paimon.table.source.ReadBuilder,
+        builder,
+        "withFilter",
+        (java.paimon.predicate.Predicate, predicate),
+    )
+    return {str(f.fileName()) for split in builder.newScan().plan().splits() for f in split.dataFiles()}
+
+
+def _our_planned_files(catalog: Catalog, name: str, where: tuple[str, str, Any]) -> set[str]:
+    return {f.file_name for split in catalog.get_table(name).scan([where]).plan() for f in split.files}
+
+
+def _ours(catalog: Catalog, name: str, where: tuple[str, str, Any]) -> list[tuple[Any, ...]]:
+    rows = catalog.get_table(name).to_arrow(filter=[where]).to_pylist()
+    return sorted((tuple(row.values()) for row in rows), key=lambda row: row[0])
+
+
+WHERES = [("id", "=", 13), ("id", "=", 1000), ("id", "=", 42), ("name", "=", "n78"), ("name", "=", "zzz")]
+
+
+def _all_files(catalog: Catalog, name: str) -> set[str]:
+    return {e.file.file_name for e in catalog.get_table(name).live_entries()}
+
+
+def test_java_embedded_bloom_filters_skip_the_files_java_skips(ours: Catalog, java: Any) -> None:
+    java.create_table("t", COLUMNS, options=EMBEDDED)
+    for commit in range(COMMITS):
+        java.write("t", _rows(commit))
+    files = ours.get_table("db.t").live_entries()
+    assert len(files) == COMMITS and all(e.file.embedded_index for e in files)
+    for where in WHERES:
+        planned = _our_planned_files(ours, "db.t", where)
+        assert planned == _java_planned_files(java, "t", where), where
+        assert _ours(ours, "db.t", where) == java.read("t", where), where
+    assert len(_our_planned_files(ours, "db.t", ("id", "=", 13))) < COMMITS  # the index did skip
+
+
+def test_java_index_files_skip_files_and_read_as_java_reads(ours: Catalog, java: Any) -> None:
+    java.create_table("t", COLUMNS, options=IN_INDEX_FILES)
+    for commit in range(COMMITS):
+        java.write("t", _rows(commit))
+    entries = ours.get_table("db.t").live_entries()
+    assert all(e.file.embedded_index is None and e.file.extra_files for e in entries)
+    for where in WHERES:
+        assert _ours(ours, "db.t", where) == java.read("t", where), where
+    assert len(_our_planned_files(ours, "db.t", ("name", "=", "n78"))) == 1
+    assert len(_our_planned_files(ours, "db.t", ("name", "=", "zzz"))) == 0
+
+
+def _write_ours(catalog: Catalog, options: dict[str, str]) -> None:
+    table = catalog.create_table("db.t", SCHEMA, options=options)
+    for commit in range(COMMITS):
+        table.append(
+            pa.Table.from_pylist([dict(zip(SCHEMA.names, r, strict=True)) for r in _rows(commit)], SCHEMA)
+        )
+
+
+def test_our_embedded_bloom_filters_make_java_skip_the_same_files(ours: Catalog, java: Any) -> None:
+    _write_ours(ours, EMBEDDED)
+    assert all(e.file.embedded_index for e in ours.get_table("db.t").live_entries())
+    for where in WHERES:
+        planned = _java_planned_files(java, "t", where)
+        assert planned == _our_planned_files(ours, "db.t", where), where
+        assert java.read("t", where) == _ours(ours, "db.t", where), where
+    assert len(_java_planned_files(java, "t", ("id", "=", 13))) < COMMITS  # Java read our bloom filter
+
+
+def test_our_index_files_are_read_by_java(ours: Catalog, java: Any) -> None:
+    _write_ours(ours, IN_INDEX_FILES)
+    table = ours.get_table("db.t")
+    assert all(e.file.extra_files == (e.file.file_name + ".index",) for e in table.live_entries())
+    for where in WHERES:
+        assert java.read("t", where) == _ours(ours, "db.t", where), where
+    assert len(_our_planned_files(ours, "db.t", ("name", "=", "n78"))) == 1
