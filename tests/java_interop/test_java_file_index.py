@@ -22,12 +22,19 @@ SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string()), ("score", pa.floa
 COMMITS = 4
 # Every file spans the same id range (ids of one residue mod COMMITS each): statistics prune nothing, so
 # any file skipped is skipped by its index.
-EMBEDDED = {
+BLOOM_ON_ID = {
     "bucket": "-1",
     "write-only": "true",
     "file-index.bloom-filter.columns": "id",
     "file-index.bloom-filter.id.items": "100",
     "file-index.bloom-filter.id.fpp": "0.01",
+}
+EMBEDDED = {
+    **BLOOM_ON_ID,
+    "file-index.bloom-filter.columns": "id,score",
+    "file-index.bloom-filter.score.items": "100",
+    "file-index.bitmap.columns": "id,name",
+    "file-index.in-manifest-threshold": "8 kb",
 }
 IN_INDEX_FILES = {
     "bucket": "-1",
@@ -67,14 +74,22 @@ def _ours(catalog: Catalog, name: str, where: tuple[str, str, Any]) -> list[tupl
     return sorted((tuple(row.values()) for row in rows), key=lambda row: row[0])
 
 
-WHERES = [("id", "=", 13), ("id", "=", 1000), ("id", "=", 42), ("name", "=", "n78"), ("name", "=", "zzz")]
+WHERES = [
+    ("id", "=", 13),
+    ("id", "=", 1000),
+    ("id", "=", 42),
+    ("name", "=", "n78"),
+    ("name", "=", "n150x"),
+    ("score", "=", 6.5),
+    ("score", "=", 6.25),
+]
 
 
 def _all_files(catalog: Catalog, name: str) -> set[str]:
     return {e.file.file_name for e in catalog.get_table(name).live_entries()}
 
 
-def test_java_embedded_bloom_filters_skip_the_files_java_skips(ours: Catalog, java: Any) -> None:
+def test_java_embedded_indexes_skip_the_files_java_skips(ours: Catalog, java: Any) -> None:
     java.create_table("t", COLUMNS, options=EMBEDDED)
     for commit in range(COMMITS):
         java.write("t", _rows(commit))
@@ -84,7 +99,8 @@ def test_java_embedded_bloom_filters_skip_the_files_java_skips(ours: Catalog, ja
         planned = _our_planned_files(ours, "db.t", where)
         assert planned == _java_planned_files(java, "t", where), where
         assert _ours(ours, "db.t", where) == java.read("t", where), where
-    assert len(_our_planned_files(ours, "db.t", ("id", "=", 13))) < COMMITS  # the index did skip
+    assert len(_our_planned_files(ours, "db.t", ("id", "=", 13))) == 1  # the indexes did skip
+    assert len(_our_planned_files(ours, "db.t", ("name", "=", "n150x"))) == 0
 
 
 def test_java_index_files_skip_files_and_read_as_java_reads(ours: Catalog, java: Any) -> None:
@@ -96,25 +112,40 @@ def test_java_index_files_skip_files_and_read_as_java_reads(ours: Catalog, java:
     for where in WHERES:
         assert _ours(ours, "db.t", where) == java.read("t", where), where
     assert len(_our_planned_files(ours, "db.t", ("name", "=", "n78"))) == 1
-    assert len(_our_planned_files(ours, "db.t", ("name", "=", "zzz"))) == 0
+    assert len(_our_planned_files(ours, "db.t", ("name", "=", "n150x"))) == 0
+
+
+def _arrow(rows: list[tuple[Any, ...]]) -> pa.Table:
+    return pa.Table.from_pylist([dict(zip(SCHEMA.names, r, strict=True)) for r in rows], SCHEMA)
 
 
 def _write_ours(catalog: Catalog, options: dict[str, str]) -> None:
     table = catalog.create_table("db.t", SCHEMA, options=options)
     for commit in range(COMMITS):
-        table.append(
-            pa.Table.from_pylist([dict(zip(SCHEMA.names, r, strict=True)) for r in _rows(commit)], SCHEMA)
-        )
+        table.append(_arrow(_rows(commit)))
 
 
-def test_our_embedded_bloom_filters_make_java_skip_the_same_files(ours: Catalog, java: Any) -> None:
+def test_our_embedded_indexes_make_java_skip_the_same_files(ours: Catalog, java: Any) -> None:
     _write_ours(ours, EMBEDDED)
     assert all(e.file.embedded_index for e in ours.get_table("db.t").live_entries())
     for where in WHERES:
         planned = _java_planned_files(java, "t", where)
         assert planned == _our_planned_files(ours, "db.t", where), where
         assert java.read("t", where) == _ours(ours, "db.t", where), where
-    assert len(_java_planned_files(java, "t", ("id", "=", 13))) < COMMITS  # Java read our bloom filter
+    assert len(_java_planned_files(java, "t", ("id", "=", 13))) == 1  # Java read our bitmaps
+    assert len(_java_planned_files(java, "t", ("name", "=", "n150x"))) == 0
+
+
+def test_our_bloom_filters_are_the_bytes_java_writes(ours: Catalog, java: Any) -> None:
+    """Same rows, same options: the same bloom filter bits, byte for byte (hashes, sizing, layout)."""
+    java.create_table("t", COLUMNS, options=BLOOM_ON_ID)
+    ours_table = ours.create_table("db.u", SCHEMA, options=BLOOM_ON_ID)
+    for commit in range(COMMITS):
+        java.write("t", _rows(commit))
+        ours_table.append(_arrow(_rows(commit)))
+    theirs = sorted(e.file.embedded_index or b"" for e in ours.get_table("db.t").live_entries())
+    assert theirs == sorted(e.file.embedded_index or b"" for e in ours_table.live_entries())
+    assert all(theirs)
 
 
 def test_our_index_files_are_read_by_java(ours: Catalog, java: Any) -> None:

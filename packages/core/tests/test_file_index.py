@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from paimon_core import Catalog
+from paimon_core import Catalog, SchemaChange
 from paimon_core.compact import compact_table
 from paimon_core.errors import ConfigError
 from paimon_core.fileindex import FileIndexes, decode_file_index, encode_file_index, xxhash64
@@ -224,3 +224,13 @@ def test_xxhash64_matches_the_reference_vectors() -> None:
     assert xxhash64(b"") & (2**64 - 1) == 0xEF46DB3751D8E999
     assert xxhash64(b"abc") & (2**64 - 1) == 0x44BC2CF5AD770999
     assert xxhash64(b"Nobody inspects the spammish repetition") & (2**64 - 1) == 0xFBCEA83C8A378BF1
+
+
+def test_files_of_older_schemas_are_looked_up_by_field_id(catalog: Catalog) -> None:
+    _table(catalog, {"file-index.bitmap.columns": "id,name", "file-index.in-manifest-threshold": "8 kb"})
+    table = catalog.alter_table("db.t", [SchemaChange.rename_column("name", "label")])
+    assert _planned(table, [("label", "=", "n42")]) == 1  # the index of 'name' answers for 'label'
+    assert table.to_arrow(filter=[("label", "=", "n42")]).column("id").to_pylist() == [42]
+    table = catalog.alter_table("db.t", [SchemaChange.update_column_type("id", pa.string())])
+    assert _planned(table, [("id", "=", "13")]) == FILES  # another type: its index is not used
+    assert table.to_arrow(filter=[("id", "=", "13")]).column("label").to_pylist() == ["n13"]

@@ -58,43 +58,51 @@ class BitmapBuilder:
 
     key_type: KeyType
     rows: int = 0
-    positions: dict[Any, list[npt.NDArray[np.int64]]] = field(default_factory=dict)
+    nulls: list[npt.NDArray[np.int64]] = field(default_factory=list)
+    # numeric keys: (keys, rows) per update, grouped at the end; bytes keys: rows by key
+    numeric: list[tuple[npt.NDArray[Any], npt.NDArray[np.int64]]] = field(default_factory=list)
+    by_bytes: dict[bytes, list[int]] = field(default_factory=dict)
 
     def add(self, keys: Any, valid: npt.NDArray[np.bool_]) -> None:
         """The keys of the next ``len(valid)`` rows (see :meth:`KeyType.keys`)."""
-        count = len(valid)
-        nulls = np.flatnonzero(~valid) + self.rows
+        nulls = np.flatnonzero(~valid)
         if len(nulls):
-            self.positions.setdefault(None, []).append(nulls)
+            self.nulls.append(nulls + self.rows)
         rows = np.flatnonzero(valid)
         if isinstance(keys, list):
-            groups: dict[Any, list[int]] = {}
             for row in rows.tolist():
-                groups.setdefault(keys[row], []).append(row)
-            for key, listed in groups.items():
-                self.positions.setdefault(key, []).append(np.asarray(listed, dtype=np.int64) + self.rows)
+                self.by_bytes.setdefault(keys[row], []).append(row + self.rows)
         elif len(rows):
-            values = np.asarray(keys)[rows]
-            order = np.argsort(values, kind="stable")
-            distinct, starts = np.unique(values[order], return_index=True)
-            for key, where in zip(distinct.tolist(), np.split(rows[order], starts[1:]), strict=True):
-                self.positions.setdefault(key, []).append(where + self.rows)
-        self.rows += count
+            self.numeric.append((np.asarray(keys)[rows], rows + self.rows))
+        self.rows += len(valid)
+
+    def _groups(self) -> list[tuple[Any, npt.NDArray[np.int64]]]:
+        """(key, its rows ascending) in key order."""
+        if self.by_bytes:
+            return [(k, np.asarray(self.by_bytes[k], dtype=np.int64)) for k in sorted(self.by_bytes)]
+        if not self.numeric:
+            return []
+        keys = np.concatenate([k for k, _ in self.numeric])
+        rows = np.concatenate([r for _, r in self.numeric])
+        order = np.argsort(keys, kind="stable")  # rows stay ascending within a key
+        keys, rows = keys[order], rows[order]
+        distinct, starts = np.unique(keys, return_index=True)
+        ends = [*starts[1:].tolist(), len(keys)]
+        return [(k, rows[a:b]) for k, a, b in zip(distinct.tolist(), starts.tolist(), ends, strict=True)]
 
     def to_bytes(self) -> bytes:
         """Version 1 bytes (values in sorted order, bodies in the order of their values)."""
-        null_rows = _concat(self.positions.get(None, []))
+        null_rows = _concat(self.nulls)
+        groups = self._groups()
         header = bytearray(struct.pack(">B", BITMAP_VERSION_1))
-        values = sorted(k for k in self.positions if k is not None)
-        header += struct.pack(">ii?", self.rows, len(values), len(null_rows) > 0)
+        header += struct.pack(">ii?", self.rows, len(groups), len(null_rows) > 0)
         bodies = bytearray()
         if len(null_rows) == 1:
             header += struct.pack(">i", -1 - int(null_rows[0]))
         elif len(null_rows) > 1:
             header += struct.pack(">i", 0)
             bodies += serialize_roaring32(null_rows)
-        for key in values:
-            rows = _concat(self.positions[key])
+        for key, rows in groups:
             header += _write_key(self.key_type, key)
             if len(rows) == 1:
                 header += struct.pack(">i", -1 - int(rows[0]))

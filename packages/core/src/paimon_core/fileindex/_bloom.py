@@ -157,8 +157,9 @@ class BloomFilter:
         return positive % self.num_bits
 
     def add_hashes(self, hashes: Int64s) -> None:
-        positions = self._positions(hashes).ravel()
-        np.bitwise_or.at(self.bits, positions >> 3, (1 << (positions & 7)).astype(np.uint8))
+        flags = np.unpackbits(self.bits, bitorder="little").view(np.bool_)
+        flags[self._positions(hashes).ravel()] = True
+        self.bits = np.packbits(flags, bitorder="little")  # bit i: byte i >> 3, mask 1 << (i & 7)
 
     def may_contain(self, hash64: int) -> bool:
         positions = self._positions(np.array([hash64], dtype=np.int64)).ravel()
