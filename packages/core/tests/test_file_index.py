@@ -4,6 +4,7 @@ tests/java_interop/test_java_file_index.py."""
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import struct
 import time
@@ -234,3 +235,99 @@ def test_files_of_older_schemas_are_looked_up_by_field_id(catalog: Catalog) -> N
     table = catalog.alter_table("db.t", [SchemaChange.update_column_type("id", pa.string())])
     assert _planned(table, [("id", "=", "13")]) == FILES  # another type: its index is not used
     assert table.to_arrow(filter=[("id", "=", "13")]).column("label").to_pylist() == ["n13"]
+
+
+TYPED = pa.schema(
+    [
+        ("day", pa.date32()),
+        ("at", pa.timestamp("ms")),
+        ("at_us", pa.timestamp("us")),
+        ("small", pa.int16()),
+        ("ratio", pa.float32()),
+        ("flag", pa.bool_()),
+        ("blob", pa.binary()),
+    ]
+)
+
+
+def _typed_rows(part: int) -> pa.Table:
+    base = dt.datetime(2024, 1, 1)
+    rows = [
+        {
+            "day": dt.date(2024, 1, 1) + dt.timedelta(days=i),
+            "at": base + dt.timedelta(seconds=i),
+            "at_us": base + dt.timedelta(microseconds=i),
+            "small": i,
+            "ratio": i + 0.5,
+            "flag": part == 0,
+            "blob": bytes([i]),
+        }
+        for i in range(part, 40, 2)
+    ]
+    return pa.Table.from_pylist(rows, TYPED)
+
+
+def test_every_indexed_type_skips_by_its_own_values(catalog: Catalog) -> None:
+    """Dates, timestamps (millis and micros), small ints, floats, booleans and binaries: two files whose
+    statistics overlap, each filter value in exactly one of them."""
+    names = ",".join(TYPED.names)
+    options = {
+        "write-only": "true",
+        "file-index.bloom-filter.columns": names.replace(",flag", ""),
+        "file-index.bitmap.columns": names.replace(",blob", ""),
+        "file-index.in-manifest-threshold": "64 kb",
+        **{f"file-index.bloom-filter.{n}.items": "64" for n in TYPED.names if n != "flag"},
+    }
+    table = catalog.create_table("db.typed", TYPED, options=options)
+    table.append(_typed_rows(0))
+    table.append(_typed_rows(1))
+    base = dt.datetime(2024, 1, 1)
+    for column, value in [
+        ("day", dt.date(2024, 1, 8)),
+        ("at", base + dt.timedelta(seconds=7)),
+        ("at_us", base + dt.timedelta(microseconds=7)),
+        ("small", 7),
+        ("ratio", 7.5),
+        ("flag", False),
+        ("blob", bytes([7])),
+    ]:
+        filter = [(column, "=", value)]
+        assert _planned(table, filter) == 1, column
+        assert table.to_arrow(filter=filter).num_rows == (20 if column == "flag" else 1), column
+        if column != "flag":  # a boolean's statistics tell the files apart too
+            assert _planned(table.copy({"file-index.read.enabled": "false"}), filter) == 2, column
+
+
+def _v2_bitmap(keys: list[int], rows: int) -> bytes:
+    """A bitmap index of version 2 (Java Paimon 1.1+) for int keys each in one row, and one null row,
+    laid out as BitmapFileIndexMetaV2 writes it: two blocks of entries behind their directory."""
+    blocks = [keys[: len(keys) // 2], keys[len(keys) // 2 :]]
+    encoded = [
+        struct.pack(">i", len(b)) + b"".join(struct.pack(">iii", k, -1 - i, -1) for i, k in enumerate(b))
+        for b in blocks
+    ]
+    directory = b""
+    offset = 0
+    for block, data in zip(blocks, encoded, strict=True):
+        directory += struct.pack(">ii", block[0], offset)
+        offset += len(data)
+    header = struct.pack(">Bii?ii", 2, rows, len(keys), True, -1 - (rows - 1), -1)
+    return header + struct.pack(">i", len(blocks)) + directory + struct.pack(">i", offset) + b"".join(encoded)
+
+
+def test_bitmap_indexes_of_version_2_are_read() -> None:
+    from paimon_core.types import IntType
+
+    columns = {"id": ("id", IntType())}
+    indexes = FileIndexes.of(encode_file_index({"id": {"bitmap": _v2_bitmap([1, 5, 9, 12], 5)}}), columns)
+    assert indexes is not None
+    for filter, matches in [
+        ([("id", "=", 9)], True),
+        ([("id", "=", 7)], False),
+        ([("id", "in", [2, 3])], False),
+        ([("id", "in", [2, 12])], True),
+        ([("id", "is null")], True),
+        ([("id", "is not null")], True),
+    ]:
+        predicate, _ = parse_filter(filter)
+        assert predicate is not None and indexes.may_match(predicate) is matches, filter

@@ -78,17 +78,17 @@ class KeyType:
 
     def _longs(self, array: pa.Array) -> npt.NDArray[np.int64]:
         arrow_type = array.type
+        if pa.types.is_temporal(arrow_type):  # dates, times, timestamps: their stored integers
+            array = array.view(pa.int32() if arrow_type.bit_width == 32 else pa.int64())
+        raw = np.asarray(array.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), np.int64)
         if pa.types.is_timestamp(arrow_type) or pa.types.is_time(arrow_type):
-            raw = np.asarray(array.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), np.int64)
             per_second = _UNIT_DIVISOR[arrow_type.unit]
             precision = getattr(self.data_type, "precision", 0)
             target = 1_000 if pa.types.is_time(arrow_type) or precision <= 3 else 1_000_000
             if per_second >= target:
                 return raw // (per_second // target)  # Java keeps the floor (Timestamp.getMillisecond)
             return raw * (target // per_second)
-        if pa.types.is_date(arrow_type):
-            array = array.cast(pa.date32())
-        return np.asarray(array.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+        return raw
 
     def literal(self, value: Any) -> Any:
         """The key of a filter literal; None when it has none this index can answer for certainly: it does
