@@ -331,3 +331,21 @@ def test_bitmap_indexes_of_version_2_are_read() -> None:
     ]:
         predicate, _ = parse_filter(filter)
         assert predicate is not None and indexes.may_match(predicate) is matches, filter
+
+
+def test_damaged_bloom_filters_prune_nothing() -> None:
+    predicate, _ = parse_filter([("id", "=", 5)])
+    assert predicate is not None
+    columns = {"id": ("id", BigIntType())}
+    for data in [
+        b"",
+        b"\x00\x00\x00\x03",
+        b"\x7f\xff\xff\xff" + b"\x00" * 16,
+        b"\x00\x00\x00\x00" + b"\x00" * 16,
+    ]:
+        indexes = FileIndexes.of(encode_file_index({"id": {"bloom-filter": data}}), columns)
+        assert indexes is not None and indexes.may_match(predicate), data
+    nothing_set = FileIndexes.of(
+        encode_file_index({"id": {"bloom-filter": b"\x00\x00\x00\x03" + b"\x00" * 16}}), columns
+    )
+    assert nothing_set is not None and not nothing_set.may_match(predicate)  # a sound, empty filter: skip

@@ -26,6 +26,8 @@ __all__ = ["FileIndexes", "bloom_hash"]
 
 BLOOM_FILTER = "bloom-filter"
 BITMAP = "bitmap"
+# Java sizes a filter with round(bits / items * ln 2) functions: 16 at an fpp of 1e-5; 64 is beyond any use.
+_MAX_HASH_FUNCTIONS = 64
 
 
 def bloom_hash(kind: KeyType, key: Any) -> int:
@@ -93,6 +95,8 @@ class FileIndexes:
             if len(data) <= 4:
                 return True
             cached = self._decoded[(name, BLOOM_FILTER)] = BloomFilter.from_bytes(data)
+        if not 0 < cached.functions <= _MAX_HASH_FUNCTIONS:
+            return True  # not a filter any writer sizes (damaged bytes): keep the file
         return any(cached.may_contain(bloom_hash(kind, key)) for key in keys)
 
     def _bitmap_may_match(self, name: str, kind: KeyType, data: bytes, leaf: Leaf) -> bool:
