@@ -279,3 +279,27 @@ def test_altering_to_an_external_path_on_another_storage_is_refused_before_it_is
     )
     altered.append(_rows(0, 5))
     assert all(p.startswith(place.roots[0] + "/") for p in _live_paths(altered))
+
+
+def test_index_files_live_beside_their_external_data_files(place: Place) -> None:
+    """A data file's ``.index`` extra file is written, read for pruning and deleted beside the data file's
+    external path, as Java places extra files."""
+    table = place.table(
+        {
+            "data-file.external-paths.strategy": "round-robin",
+            "file-index.bloom-filter.columns": "s",
+            "file-index.in-manifest-threshold": "1 b",
+        }
+    )
+    for start in (0, 100, 200):
+        table.append(_rows(start, 50))
+    external = set().union(*(place.files_under(table, root) for root in place.roots))
+    indexes = {p for p in external if p.endswith(".index")}
+    assert len(indexes) == 3 and {p.removesuffix(".index") for p in indexes} <= external
+    wanted = f"value-{105}" * 3
+    assert len(table.scan(filter=[("s", "=", wanted)]).plan()) == 1  # two files pruned by their .index
+    assert table.to_arrow(filter=[("s", "=", wanted)]).column("id").to_pylist() == [105]
+    table.overwrite(_rows(1000, 5))
+    expire_snapshots(table.copy({"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"}))
+    left = set().union(*(place.files_under(table, root) for root in place.roots))
+    assert not (left & external)  # the expired data files and their indexes are gone

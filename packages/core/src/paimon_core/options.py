@@ -396,6 +396,14 @@ STATS_DENSE_STORE: Option[bool] = _declare(
 FILE_INDEX_IN_MANIFEST_THRESHOLD: Option[int] = _declare(
     Option("file-index.in-manifest-threshold", parse_memory_size, 500, "Inline file indexes up to this size.")
 )
+FILE_INDEX_READ_ENABLED: Option[bool] = _declare(
+    Option(
+        "file-index.read.enabled",
+        parse_bool,
+        True,
+        "Skip data files whose file indexes (bloom filter, bitmap) rule out the filter.",
+    )
+)
 
 # --- write ---
 WRITE_ONLY: Option[bool] = _declare(
@@ -1267,6 +1275,9 @@ PATH: Option[str | None] = _declare(
 # Keys whose names embed a column or another variable part (Java "fields.<name>.<key>").
 _PATTERN_KEYS = (
     re.compile(r"^fields\.[^.]+\.stats-mode$"),
+    # file-index.<type>.columns and file-index.<type>.<column>.<key> (paimon_core.fileindex reads them)
+    re.compile(r"^file-index\.[^.]+\.columns$"),
+    re.compile(r"^file-index\.[^.]+\.[^.]+\.[^.]+$"),
     re.compile(
         r"^fields\.[^.]+\.(aggregate-function|ignore-retract|sequence-group|default-value|list-agg-delimiter|distinct)$"
     ),

@@ -11,6 +11,7 @@ from enum import IntEnum
 from typing import Any, ClassVar, NamedTuple
 
 from paimon_core.errors import CorruptMetadataError
+from paimon_core.storage import join_path, parent_path
 
 __all__ = [
     "EMPTY_ROW_BYTES",
@@ -129,6 +130,12 @@ class DataFileMeta:
 
     def copy(self, **changes: Any) -> DataFileMeta:
         return dataclasses.replace(self, **changes)
+
+    def paths(self, directory: str) -> list[str]:
+        """Where the file and its extra files (``.index``) live: under ``directory`` (its bucket's), or beside
+        its external path when it has one."""
+        path = self.external_path or join_path(directory, self.file_name)
+        return [path, *(join_path(parent_path(path), extra) for extra in self.extra_files)]
 
     def creation_time_epoch_millis(self) -> int | None:
         """The creation instant (epoch ms), or None when the manifest did not record it."""

@@ -8,11 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 from paimon_core import options as opts
 from paimon_core._gc import gc_paused
-from paimon_core.errors import CorruptMetadataError, SchemaError, UnsupportedTableFeatureError
+from paimon_core.errors import CorruptMetadataError, PaimonError, SchemaError, UnsupportedTableFeatureError
+from paimon_core.fileindex import INDEX_FILE_SUFFIX, FileIndexes, file_index_specs
 from paimon_core.manifest import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta, read_manifest_list
 from paimon_core.predicate import Predicate
 from paimon_core.snapshot import CommitKind, Snapshot
 from paimon_core.stats import decode_stats
+from paimon_core.storage import join_path, parent_path
 from paimon_core.table._data_split import DataSplit
 from paimon_core.table._entries import explain_missing, live_entries, manifest_metas, read_entries
 from paimon_core.table._planner import BatchScanStart, created_since, resolve_batch_scan, scan_options
@@ -22,14 +24,16 @@ from paimon_core.table._time_travel import NOW, TimeTravel
 from paimon_core.table.mergetree._incremental import java_split_files
 from paimon_core.table.mergetree._layout import KeyValueLayout
 from paimon_core.table.mergetree._reader import KeyValueTableRead
-from paimon_core.types import DataField
+from paimon_core.types import DataField, DataType
 
 if TYPE_CHECKING:
     from paimon_core.table._store import TableStore
 
 
 class Pruner:
-    """Prunes the files of a read: partitions exactly, other columns by each file's value statistics.
+    """Prunes the files of a read: partitions exactly, other columns by each file's value statistics and
+    file indexes (bloom filters and bitmaps embedded in the manifest or in ``.index`` files, unless
+    ``file-index.read.enabled`` is false).
 
     One pruner serves batch scans (:class:`TableScan`) and streaming reads alike.
 
@@ -126,7 +130,54 @@ class Pruner:
             fields = self._file_field_list(file.schema_id)
             decoded = decode_stats(file.value_stats, file.value_stats_cols, fields, None, wanted)
             ranges.update((wanted[n], stats) for n, stats in decoded.items())
-        return self.predicate.may_match(values, ranges, file.row_count)
+        if not self.predicate.may_match(values, ranges, file.row_count):
+            return False
+        return self._index_may_match(entry)
+
+    @cached_property
+    def _index_read(self) -> bool:
+        return self.table.options.get_option(opts.FILE_INDEX_READ_ENABLED)
+
+    def _index_may_match(self, entry: ManifestEntry) -> bool:
+        """Whether the file's indexes (if any) let the filter match; unreadable indexes prune nothing."""
+        assert self.predicate is not None
+        file = entry.file
+        data = file.embedded_index
+        index_files = [name for name in file.extra_files if name.endswith(INDEX_FILE_SUFFIX)]
+        if not self._index_read or (data is None and not index_files):
+            return True
+        if data is None:
+            if not self._indexed_by_options:
+                return True  # an .index file costs a read: only for columns the options index
+            path = file.external_path or join_path(
+                self.table.bucket_dir(entry.partition, entry.bucket), file.file_name
+            )
+            try:
+                data = self.table.storage.read_bytes(join_path(parent_path(path), index_files[0]))
+            except OSError:
+                return True  # the read of the data file reports what is missing
+        indexes = FileIndexes.of(data, self._index_columns(file.schema_id))
+        return indexes is None or indexes.may_match(self.predicate)
+
+    @cached_property
+    def _indexed_by_options(self) -> bool:
+        """Whether the table's ``file-index.*.columns`` index a column of the filter."""
+        try:
+            indexed = {spec.column for spec in file_index_specs(self.table.options)}
+        except PaimonError:
+            return False  # a bad option fails writes; a read just does not use the index files
+        return not indexed.isdisjoint(self._value_columns)
+
+    def _index_columns(self, schema_id: int) -> dict[str, tuple[str, DataType]]:
+        """The filter's columns by their name and type in files of ``schema_id`` (same type only)."""
+        found: dict[str, tuple[str, DataType]] = {}
+        file_fields = self._fields_by_id(schema_id)
+        for name in self._value_columns:
+            current = self._current_fields[name]
+            file_field = file_fields.get(current.id)
+            if file_field is not None and file_field.type == current.type:
+                found[name] = (file_field.name, file_field.type)
+        return found
 
     def _file_field_list(self, schema_id: int) -> list[DataField]:
         return list(self._fields_by_id(schema_id).values())

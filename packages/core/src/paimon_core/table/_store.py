@@ -36,7 +36,7 @@ from paimon_core.partition import partition_path
 from paimon_core.redaction import get_logger, redact
 from paimon_core.schema import SchemaManager, TableSchema
 from paimon_core.snapshot import Snapshot, SnapshotManager
-from paimon_core.storage import StorageBackend, join_path, uri_scheme
+from paimon_core.storage import StorageBackend, join_path, parent_path, uri_scheme
 from paimon_core.table._compacted_changelog import real_changelog_path
 from paimon_core.table._entries import LiveFileIndex, live_entries
 from paimon_core.table._external import ExternalPaths, external_roots
@@ -297,6 +297,9 @@ class TableStore:
                 if file.file_name not in upgraded:
                     path = file.external_path or join_path(directory, file.file_name)
                     paths[real_changelog_path(path)] = None
+                    paths.update(
+                        dict.fromkeys(join_path(parent_path(path), extra) for extra in file.extra_files)
+                    )
             paths.update(dict.fromkeys(self.index_path(f.file_name) for f in message.new_index_files))
         for path in paths:
             try:

@@ -20,6 +20,7 @@ from paimon_core import options as opts
 from paimon_core.binary_row import EMPTY_ROW, serialize_row
 from paimon_core.bucket import assign_buckets
 from paimon_core.errors import DataFileError, PaimonError, StorageError
+from paimon_core.fileindex import INDEX_FILE_SUFFIX, FileIndexBuilder, index_builder
 from paimon_core.formats import (
     ORC_STRIPE_BYTES,
     FormatWriter,
@@ -31,7 +32,7 @@ from paimon_core.formats import (
 from paimon_core.manifest import DataFileMeta, SimpleStats, local_wall_clock_millis
 from paimon_core.redaction import get_logger
 from paimon_core.stats import StatsCollector
-from paimon_core.storage import join_path, shown_path
+from paimon_core.storage import join_path, parent_path, shown_path
 from paimon_core.table._convert import conform_batch, iter_batches
 from paimon_core.table._entries import live_entries
 from paimon_core.table._external import ExternalPaths
@@ -78,6 +79,7 @@ class _OpenFile:
     stats: StatsCollector
     min_seq: int
     key_value: KeyValueFileStats | None = None
+    index: FileIndexBuilder | None = None
     rows: int = 0
     external: bool = False  # under one of data-file.external-paths: the manifest records its full path
 
@@ -128,6 +130,7 @@ class DataFileWriter:
     changelog: bool = False  # changelog files: ``changelog-file.format`` picks their format
     dictionary: DictionaryChoice | None = None  # shared by the writers of one table write
     spilled: SpilledBatches | None = None
+    file_index: bool = True  # build the file indexes the table's options ask for (not for changelog files)
     buffered: list[pa.RecordBatch] = field(default_factory=list)
     buffered_bytes: int = 0
     written: list[DataFileMeta] = field(default_factory=list)
@@ -149,6 +152,8 @@ class DataFileWriter:
         self.row_group_bytes = min(self.row_group_bytes or block_size, block_size)
         if self.dictionary is None:
             self.dictionary = DictionaryChoice(self.table.options)
+        if self.file_index:
+            self._new_index()  # a bad file-index option fails the write before any file is written
 
     @property
     def group_bytes(self) -> int:
@@ -264,7 +269,15 @@ class DataFileWriter:
         open_file.writer.write(chunk)
         if open_file.key_value is not None:
             open_file.key_value.update(chunk)
+        if open_file.index is not None:
+            open_file.index.update(chunk)
         open_file.rows += chunk.num_rows
+
+    def _new_index(self) -> FileIndexBuilder | None:
+        """The indexes of a new file, over the value columns (a primary-key file's too, as Java)."""
+        if not self.file_index:
+            return None
+        return index_builder(self.table.options, self.table.schema.fields)
 
     def _open(self, sample: pa.Table) -> _OpenFile:
         table = self.table
@@ -306,7 +319,9 @@ class DataFileWriter:
             footer_schema=footer_schema,
         )
         key_value = self.layout.new_file_stats(footer_schema) if self.layout is not None else None
-        self._file = _OpenFile(name, path, stream, writer, stats, self.next_seq, key_value, external=external)
+        self._file = _OpenFile(
+            name, path, stream, writer, stats, self.next_seq, key_value, self._new_index(), external=external
+        )
         return self._file
 
     def _format_writer(self, stream: BinaryIO, file_schema: pa.Schema, sample: pa.Table) -> FormatWriter:
@@ -356,6 +371,7 @@ class DataFileWriter:
             min_seq, max_seq, deletes = key_value.min_sequence, key_value.max_sequence, key_value.delete_rows
         else:
             self.next_seq = open_file.min_seq + open_file.rows
+        embedded, extra = self._write_index(open_file)
         self.written.append(
             DataFileMeta(
                 file_name=open_file.name,
@@ -369,10 +385,10 @@ class DataFileWriter:
                 max_sequence_number=max_seq,
                 schema_id=self.table.schema.id,
                 level=self.level,
-                extra_files=(),
+                extra_files=extra,
                 creation_time=local_wall_clock_millis(),
                 delete_row_count=deletes,
-                embedded_index=None,
+                embedded_index=embedded,
                 file_source=self.file_source,
                 value_stats_cols=stats_cols,
                 external_path=open_file.path if open_file.external else None,
@@ -380,6 +396,23 @@ class DataFileWriter:
                 write_cols=None,
             )
         )
+
+    def _write_index(self, open_file: _OpenFile) -> tuple[bytes | None, tuple[str, ...]]:
+        """The file's indexes: embedded in the manifest up to ``file-index.in-manifest-threshold`` bytes,
+        else in ``<data file>.index`` beside it (an extra file of the entry)."""
+        if open_file.index is None:
+            return None, ()
+        data = open_file.index.to_bytes()
+        if len(data) <= self.table.options.get_option(opts.FILE_INDEX_IN_MANIFEST_THRESHOLD):
+            return data, ()
+        name = open_file.name + INDEX_FILE_SUFFIX
+        path = join_path(parent_path(open_file.path), name)  # beside the data file, external or not
+        try:
+            self.table.storage.write_bytes(path, data)
+        except BaseException:
+            self.table.storage.delete(open_file.path)
+            raise
+        return None, (name,)
 
     def close(self) -> list[DataFileMeta]:
         self.flush()
@@ -389,7 +422,7 @@ class DataFileWriter:
 
     def abort(self) -> list[str]:
         """Close quietly and return the paths of every file this writer created."""
-        paths = [f.external_path or join_path(self.directory, f.file_name) for f in self.written]
+        paths = [path for f in self.written for path in f.paths(self.directory)]
         if self._file is not None:
             try:
                 self._file.writer.close()
@@ -703,7 +736,8 @@ class TableWrite:
         except BaseException:
             for key, files in closed.items():
                 directory = self._writers[key].directory
-                self._delete([join_path(directory, f.file_name) for f in files], "after a failed write")
+                paths = [path for f in files for path in f.paths(directory)]
+                self._delete(paths, "after a failed write")
             raise
         return closed
 

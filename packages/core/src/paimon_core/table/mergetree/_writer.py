@@ -21,7 +21,6 @@ from paimon_core import options as opts
 from paimon_core.errors import MergeError, SchemaError
 from paimon_core.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexFileMeta
 from paimon_core.redaction import get_logger
-from paimon_core.storage import join_path
 from paimon_core.table._convert import conform_batch, iter_batches
 from paimon_core.table._data_split import DataSplit
 from paimon_core.table._entries import live_entries
@@ -432,7 +431,8 @@ class MergeTreeWriter:
 
     def _delete(self, file: DataFileMeta) -> None:
         try:
-            self.table.storage.delete(file.external_path or join_path(self.directory, file.file_name))
+            for path in file.paths(self.directory):
+                self.table.storage.delete(path)
         except OSError:
             logger.warning("could not delete intermediate file %s", file.file_name, exc_info=True)
 
@@ -455,6 +455,7 @@ class MergeTreeWriter:
             row_group_bytes=min(self.buffer_limit // 4, self.table.options.parquet_block_size()),
             name_prefix=prefix,
             changelog=changelog,
+            file_index=not changelog,
         )
         try:
             for chunk in chunks:
@@ -499,9 +500,10 @@ class MergeTreeWriter:
         """Files this writer wrote that no commit holds yet (for an abort)."""
         before = set(self.compact_before)
         return [
-            f.external_path or join_path(self.directory, f.file_name)
+            path
             for f in (*self.new_files, *self.compact_after, *self.changelog_files, *self.compact_changelog)
             if f.file_name not in before
+            for path in f.paths(self.directory)
         ]
 
 
