@@ -18,8 +18,7 @@ from paimon_core import clock
 from paimon_core import options as opts
 from paimon_core.errors import ConfigError, SnapshotNotFoundError, TagAlreadyExistsError, TagNotFoundError
 from paimon_core.maintenance._tag_periods import TagPeriod
-from paimon_core.maintenance._tags import _retention as parse_retention
-from paimon_core.maintenance._tags import _snapshot_or_tagged, delete_tag
+from paimon_core.maintenance._tags import delete_tag, find_snapshot, parse_time_retained
 from paimon_core.snapshot import Snapshot
 from paimon_core.tag import Tag, TagManager
 
@@ -234,7 +233,7 @@ def replace_tag(
     if not tags.exists(tag):
         raise TagNotFoundError(tag)
     sm = table.snapshot_manager
-    snapshot = _snapshot_or_tagged(table, snapshot_id) if snapshot_id is not None else sm.latest()
+    snapshot = find_snapshot(table, snapshot_id) if snapshot_id is not None else sm.latest()
     if snapshot is None:
         raise SnapshotNotFoundError(None, f"{table.identifier} has no snapshot to tag")
-    return tags.replace(tag, snapshot, parse_retention(time_retained))
+    return tags.replace(tag, snapshot, parse_time_retained(time_retained))
