@@ -1,5 +1,5 @@
 """``paimon-py expire-partitions``, ``expire-tags``, ``replace-tag`` and ``mark-partition-done``: Paimon's
-table lifecycle procedures on the command line, with their argument names (docs/maintenance.md)."""
+table lifecycle procedures on the command line, with their argument names (docs/how-to/maintenance.md)."""
 
 from __future__ import annotations
 

@@ -711,7 +711,7 @@ DYNAMIC_PARTITION_OVERWRITE: Option[bool] = _declare(
 )
 
 
-# --- automatic tags and partition expiration (docs/maintenance.md) ---
+# --- automatic tags and partition expiration (docs/how-to/maintenance.md) ---
 def _time_zone(text: str) -> str:
     import zoneinfo  # the standard library's IANA database; a bad name is a ValueError here
 

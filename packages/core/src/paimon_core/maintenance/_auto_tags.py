@@ -1,5 +1,5 @@
 """Automatic tags and tag expiration, as Java Paimon's ``TagAutoCreation``, ``TagBatchCreation`` and
-``TagTimeExpire`` (docs/maintenance.md, "Automatic tags"); Paimon's ``expire_tags`` and ``replace_tag``.
+``TagTimeExpire`` (docs/how-to/maintenance.md, "Automatic tags"); Paimon's ``expire_tags`` and ``replace_tag``.
 
 Automatic tags are made after commits (:mod:`paimon_core.maintenance._lifecycle`). Each period is tagged
 once even when writers commit concurrently: every writer walks the same snapshots in order from the

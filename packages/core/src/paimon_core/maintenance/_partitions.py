@@ -1,5 +1,5 @@
 """Partition expiration and mark-done, as Java Paimon's ``PartitionExpire``, ``PartitionTimeExtractor``,
-its ``values-time`` and ``update-time`` strategies, and ``PartitionMarkDoneAction`` (docs/maintenance.md,
+its ``values-time`` and ``update-time`` strategies, and ``PartitionMarkDoneAction`` (docs/how-to/maintenance.md,
 "Partition expiration").
 
 An expired partition is dropped by an OVERWRITE snapshot that deletes its files (Java's
