@@ -235,3 +235,26 @@ def test_mark_partition_done_refuses_actions_a_filesystem_catalog_cannot_do(
         mark_partition_done(table, "dt=a,hh=b")
     assert action in str(info.value)
     assert not table.storage.exists(f"{table.path}/dt=a/hh=b/_SUCCESS")
+
+
+def test_a_batch_size_drops_the_partitions_in_several_commits(catalog: Catalog, fake: FakeClock) -> None:
+    table = _table(catalog, "db.batches", **{"partition.expiration-batch-size": 2})
+    _write(table, [(f"2024-01-0{d}", "00") for d in range(1, 6)])
+    before = table.latest_snapshot()
+    assert before is not None
+    assert len(expire_partitions(table, expiration_time="1 d")) == 5
+    kinds = [s.commit_kind for s in table.snapshots() if s.id > before.id]
+    assert kinds == [CommitKind.OVERWRITE] * 3 and _partitions(table) == set()
+
+
+def test_end_input_checks_after_every_batch_commit(catalog: Catalog, fake: FakeClock) -> None:
+    options = {"partition.expiration-time": "2 d", "partition.expiration-check-interval": "1 d"}
+    plain = _table(catalog, "db.plain", **options)
+    forced = _table(catalog, "db.forced", **options, **{"end-input.check-partition-expire": "true"})
+    for table in (plain, forced):
+        _write(table, [("2024-01-09", "00")])  # the first commit of the process checks: not old yet
+    fake.local += dt.timedelta(days=1)  # 2024-01-09 is now older than two days
+    for table in (plain, forced):
+        _write(table, [("2024-01-11", "00")])  # within the interval of the first check
+    assert _partitions(plain) == {("2024-01-09", "00"), ("2024-01-11", "00")}
+    assert _partitions(forced) == {("2024-01-11", "00")}

@@ -37,16 +37,22 @@ def maintain_after_commit(table: TableStore, created: Sequence[int]) -> None:
     """
     if not created:
         return
-    last = table.snapshot_manager.try_snapshot(max(created))
-    if last is None:  # expired or rolled back already
-        return
-    if table.options.get_option(opts.WRITE_ONLY) and last.commit_kind != CommitKind.COMPACT:
-        return
+    options = table.options
+    mode = options.get_option(opts.TAG_AUTOMATIC_CREATION)
+    write_only = options.get_option(opts.WRITE_ONLY)
+    last = None
+    if write_only or mode == "batch" or options.get_option(opts.END_INPUT_CHECK_PARTITION_EXPIRE):
+        # only then does the commit's kind or identifier matter: one snapshot read, not one per commit
+        last = table.snapshot_manager.try_snapshot(max(created))
+        if last is None:  # expired or rolled back already
+            return
+        if write_only and last.commit_kind != CommitKind.COMPACT:
+            return
+    batch = last is not None and last.commit_identifier == BATCH_COMMIT_IDENTIFIER
     create_auto_tags(table)
-    batch = last.commit_identifier == BATCH_COMMIT_IDENTIFIER
-    if batch and last.commit_kind != CommitKind.COMPACT:
+    if batch and last is not None and last.commit_kind != CommitKind.COMPACT:
         create_batch_tag(table)
-    if table.options.get_option(opts.TAG_TIME_EXPIRE_ENABLED):
+    if options.get_option(opts.TAG_TIME_EXPIRE_ENABLED):
         expire_tags(table)
     _expire_partitions(table, batch)
 
