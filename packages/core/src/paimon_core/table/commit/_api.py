@@ -264,8 +264,8 @@ class TableCommit:
             return []
 
     def _expire_after(self, created: Sequence[int]) -> None:
-        """Consumer and snapshot expiration after a commit, as Java's committer does (the hook skips snapshot
-        expiration for write-only tables).
+        """The after-commit hook, as Java's committer maintains a table: automatic tags, then tag, partition,
+        consumer and snapshot expiration (the hook decides what write-only tables skip).
 
         The commit has landed whatever happens here: a failure is logged, never raised.
         """
@@ -276,7 +276,8 @@ class TableCommit:
             hook(self.table, created)
         except Exception:
             logger.warning(
-                "consumer or snapshot expiration after a commit to %s failed",
+                "the work after a commit to %s (automatic tags; tag, partition, consumer or snapshot "
+                "expiration) failed",
                 self.table.identifier,
                 exc_info=True,
             )
