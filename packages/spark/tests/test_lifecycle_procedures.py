@@ -198,3 +198,24 @@ def test_bad_calls_name_the_problem(spark: Any, warehouse: str, call: str, messa
     )
     with _session(spark, warehouse) as sql, pytest.raises(PaimonError, match=message):
         sql(call).collect()
+
+
+def test_spark_writes_run_the_lifecycle_after_their_commits(spark: Any, warehouse: str) -> None:
+    """A Spark batch write commits through the table's pipeline: its batch tag and partition expiration run
+    after the commit, as after ``Table.append``."""
+    catalog = Catalog.open(warehouse)
+    catalog.create_database("db", exist_ok=True)
+    options = {
+        "tag.automatic-creation": "batch",
+        "tag.batch.customized-name": "nightly",
+        "partition.expiration-time": "1 d",
+        "partition.timestamp-formatter": "yyyyMMdd",
+        "partition.expiration-check-interval": "0 s",
+    }
+    table = catalog.create_table("db.w", SCHEMA, partition_keys=["dt"], options=options)
+    rows = spark.createDataFrame([(1, OLD), (2, NEW)], "id BIGINT, dt STRING")
+    rows.write.format("paimon").option("warehouse", warehouse).mode("append").save("db.w")
+    table = catalog.get_table("db.w")
+    assert _dates(table) == [NEW]  # the old partition expired after the write's commit
+    assert set(_tags(table)) == {"nightly"}
+    assert sorted(table.to_arrow(tag="nightly").column("dt").to_pylist()) == [OLD, NEW]  # tagged before
