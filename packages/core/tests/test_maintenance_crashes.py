@@ -14,8 +14,9 @@ After each failure, with plain storage:
 - orphan removal then deletes nothing that a retained snapshot or a tag reads.
 
 Operations: snapshot expiration, rollback to a snapshot, to a tag and to a tag whose snapshot expired, tag
-deletion (of the last tag of an expired snapshot), orphan file removal and a partition drop (an empty
-overwrite of one partition, as ``ALTER TABLE ... DROP PARTITION`` commits). Paimon's changelog lifecycle
+deletion (of the last tag of an expired snapshot), orphan file removal, a partition drop (an empty
+overwrite of one partition, as ``ALTER TABLE ... DROP PARTITION`` commits), partition expiration and tag
+expiration. Paimon's changelog lifecycle
 decoupling (``changelog.num-retained.*``) does not exist here: changelog files expire with their
 snapshots, which the primary-key table (``changelog-producer=input``) covers.
 """
@@ -35,13 +36,15 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from paimon_core import Catalog
+from paimon_core import Catalog, clock
 from paimon_core.compact import compact_table
 from paimon_core.errors import CommitConflictError, PaimonError, SnapshotExpiredError
 from paimon_core.maintenance import (
     create_tag,
     delete_tag,
+    expire_partitions,
     expire_snapshots,
+    expire_tags,
     remove_orphan_files,
     rollback_to,
 )
@@ -166,6 +169,13 @@ def _drop_partition_b(table: Table) -> None:
     table.overwrite(pa.table({"p": [], "id": [], "v": []}, schema=SCHEMA), partition={"p": "b"})
 
 
+def _expire_partition_a(table: Table) -> None:
+    """``expire_partitions`` of the partition whose newest file is oldest by name (``a``), two days ahead."""
+    ahead = int(time.time() * 1000) + 2 * 86_400_000
+    with clock.use_clock(lambda: ahead):
+        expire_partitions(table, expiration_time="1 d", expire_strategy="update-time", max_expires=1)
+
+
 @dataclass(frozen=True)
 class Operation:
     name: str
@@ -183,6 +193,8 @@ OPERATIONS = [
     Operation("delete-expired-tag", lambda t: delete_tag(t, "t2"), _expire),
     Operation("remove-orphan-files", _remove_orphans, _expire),
     Operation("drop-partition", _drop_partition_b, keeps=lambda row: row[0] != "b"),
+    Operation("expire-partitions", _expire_partition_a, keeps=lambda row: row[0] != "a"),
+    Operation("expire-tags", lambda t: expire_tags(t, older_than=FAR_FUTURE), _expire),
 ]
 
 

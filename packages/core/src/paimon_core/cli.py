@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
+from paimon_core._cli_lifecycle import LIFECYCLE_COMMANDS, add_lifecycle_commands, run_lifecycle_command
 from paimon_core._cli_write import add_write_command, write_files
 from paimon_core._open_table import open_table
 from paimon_core._version import __version__
@@ -350,6 +351,7 @@ def _add_maintenance_commands(commands: Any) -> None:
     clear = table_command("clear-consumers", "delete consumers by id (regular expressions, whole ids)")
     clear.add_argument("--including", default=None, help="ids to delete (default: all)")
     clear.add_argument("--excluding", default=None, help="ids to keep among them")
+    add_lifecycle_commands(table_command)
 
 
 def _run_maintenance(args: argparse.Namespace) -> bool:
@@ -358,6 +360,9 @@ def _run_maintenance(args: argparse.Namespace) -> bool:
     from paimon_core.consumer import ConsumerManager
 
     command = args.command
+    if command in LIFECYCLE_COMMANDS:
+        run_lifecycle_command(args, _target(args))
+        return True
     if command not in ("create-tag", "create-tag-from-timestamp", "rename-tag", "delete-tag", "rollback",
                        "expire-snapshots", "remove-orphan-files", "reset-consumer", "clear-consumers"):  # fmt: skip
         return False

@@ -871,6 +871,196 @@ DYNAMIC_PARTITION_OVERWRITE: Option[bool] = _declare(
     )
 )
 
+
+# --- automatic tags and partition expiration (docs/how-to/maintenance.md) ---
+def _time_zone(text: str) -> str:
+    import zoneinfo  # the standard library's IANA database; a bad name is a ValueError here
+
+    try:
+        zoneinfo.ZoneInfo(text)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown time zone {text!r}") from exc
+    return text
+
+
+MARK_DONE_ACTIONS = ("success-file", "done-partition", "mark-event", "http-report", "custom")
+
+
+def _mark_done_actions(text: str) -> str:
+    actions = [a.strip().lower() for a in text.split(",") if a.strip()]
+    unknown = [a for a in actions if a not in MARK_DONE_ACTIONS]
+    if not actions or unknown:
+        raise ValueError(f"expected a comma-separated list of {', '.join(MARK_DONE_ACTIONS)}")
+    return ",".join(actions)
+
+
+TAG_AUTOMATIC_CREATION: Option[str] = _declare(
+    Option(
+        "tag.automatic-creation",
+        _choice("none", "process-time", "watermark", "batch"),
+        "none",
+        "Create tags automatically after commits: by the snapshots' commit time (process-time), their "
+        "watermark, or one tag per batch write (batch).",
+    )
+)
+TAG_CREATION_PERIOD: Option[str] = _declare(
+    Option(
+        "tag.creation-period",
+        _choice("daily", "hourly", "two-hours"),
+        "daily",
+        "How often automatic tags are created.",
+    )
+)
+TAG_CREATION_PERIOD_DURATION: Option[int | None] = _declare(
+    Option(
+        "tag.creation-period-duration",
+        _optional(parse_duration_ms),
+        None,
+        "A custom period of automatic tags (ms), named yyyyMMddHHmm; overrides tag.creation-period.",
+        check=lambda v: v is None or v > 0,
+        check_doc="must be a positive duration",
+    )
+)
+TAG_CREATION_DELAY: Option[int] = _declare(
+    Option(
+        "tag.creation-delay",
+        parse_duration_ms,
+        0,
+        "How long after a period ends its tag is created (ms), for late data; shorter than the period.",
+    )
+)
+TAG_PERIOD_FORMATTER: Option[str] = _declare(
+    Option(
+        "tag.period-formatter",
+        _choice("with_dashes", "without_dashes", "without_dashes_and_spaces"),
+        "with_dashes",
+        "Names of daily and hourly automatic tags: yyyy-MM-dd HH, yyyyMMdd HH or yyyyMMddHH.",
+    )
+)
+TAG_NUM_RETAINED_MAX: Option[int | None] = _declare(
+    Option(
+        "tag.num-retained-max",
+        _optional(int),
+        None,
+        "Automatic tags kept at most (the oldest are deleted).",
+        check=lambda v: v is None or v > 0,
+        check_doc="must be positive",
+    )
+)
+TAG_DEFAULT_TIME_RETAINED: Option[int | None] = _declare(
+    Option(
+        "tag.default-time-retained",
+        _optional(parse_duration_ms),
+        None,
+        "Time-to-live of automatic tags (ms).",
+    )
+)
+TAG_TIME_EXPIRE_ENABLED: Option[bool] = _declare(
+    Option(
+        "tag.time-expire-enabled",
+        parse_bool,
+        True,
+        "Delete tags whose time-to-live ran out after commits.",
+    )
+)
+TAG_AUTOMATIC_COMPLETION: Option[bool] = _declare(
+    Option(
+        "tag.automatic-completion",
+        parse_bool,
+        False,
+        "Create the tags of periods without a snapshot too (one per commit).",
+    )
+)
+TAG_BATCH_CUSTOMIZED_NAME: Option[str | None] = _declare(
+    Option(
+        "tag.batch.customized-name",
+        _optional(_str),
+        None,
+        "The tag of 'tag.automatic-creation' = 'batch' (default: batch-write-yyyy-MM-dd).",
+    )
+)
+SINK_PROCESS_TIME_ZONE: Option[str | None] = _declare(
+    Option(
+        "sink.process-time-zone",
+        _optional(_time_zone),
+        None,
+        "Time zone of commit times for process-time tags (default: the machine's).",
+    )
+)
+SINK_WATERMARK_TIME_ZONE: Option[str] = _declare(
+    Option("sink.watermark-time-zone", _time_zone, "UTC", "Time zone of watermarks for watermark tags.")
+)
+PARTITION_EXPIRATION_STRATEGY: Option[str] = _declare(
+    Option(
+        "partition.expiration-strategy",
+        _choice("values-time", "update-time"),
+        "values-time",
+        "What makes a partition old: the time its values name, or its newest file's creation time.",
+    )
+)
+PARTITION_EXPIRATION_TIME: Option[int | None] = _declare(
+    Option(
+        "partition.expiration-time",
+        _optional(parse_duration_ms),
+        None,
+        "Drop partitions older than this (ms) after commits; unset: never.",
+    )
+)
+PARTITION_EXPIRATION_CHECK_INTERVAL: Option[int] = _declare(
+    Option(
+        "partition.expiration-check-interval",
+        parse_duration_ms,
+        3_600_000,
+        "Least time between two partition expirations after commits of one process (ms).",
+    )
+)
+PARTITION_EXPIRATION_MAX_NUM: Option[int] = _declare(
+    Option("partition.expiration-max-num", int, 100, "Partitions expired per run at most.", check=_positive)
+)
+PARTITION_EXPIRATION_BATCH_SIZE: Option[int | None] = _declare(
+    Option(
+        "partition.expiration-batch-size",
+        _optional(int),
+        None,
+        "Partitions dropped per commit of an expiration (default: all in one).",
+        check=lambda v: v is None or v > 0,
+        check_doc="must be positive",
+    )
+)
+PARTITION_TIMESTAMP_FORMATTER: Option[str | None] = _declare(
+    Option(
+        "partition.timestamp-formatter",
+        _optional(_str),
+        None,
+        "Java DateTimeFormatter pattern of partition times (default: yyyy-MM-dd[ HH:mm:ss]).",
+    )
+)
+PARTITION_TIMESTAMP_PATTERN: Option[str | None] = _declare(
+    Option(
+        "partition.timestamp-pattern",
+        _optional(_str),
+        None,
+        "How partition values make a time, e.g. '$dt $hour:00:00' (default: the first value).",
+    )
+)
+END_INPUT_CHECK_PARTITION_EXPIRE: Option[bool] = _declare(
+    Option(
+        "end-input.check-partition-expire",
+        parse_bool,
+        False,
+        "Expire partitions after every batch commit, whatever the check interval.",
+    )
+)
+PARTITION_MARK_DONE_ACTION: Option[str] = _declare(
+    Option(
+        "partition.mark-done-action",
+        _mark_done_actions,
+        "success-file",
+        "How mark_partition_done marks a partition: success-file (a _SUCCESS file in its directory); "
+        "done-partition and mark-event need a metastore, http-report and custom are not supported here.",
+    )
+)
+
 # --- reads ---
 SCAN_MODE: Option[str] = _declare(
     Option(

@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from paimon_core import clock
 from paimon_core.errors import ConfigError, CorruptMetadataError, TagAlreadyExistsError, TagNotFoundError
 from paimon_core.snapshot import Snapshot, to_pretty_json
 from paimon_core.storage import StorageBackend, join_path
@@ -80,8 +81,14 @@ def check_tag_name(name: str) -> str:
         raise ConfigError("a tag name must not be blank", "tag-name")
     if any(c in name for c in "/\\\x00") or name in (".", ".."):
         raise ConfigError(f"invalid tag name {name!r}", "tag-name")
-    if name.isdigit():
-        # Java resolves a numeric version as a snapshot id first; a numeric tag could never be reached.
+    return name
+
+
+def check_new_tag_name(name: str) -> str:
+    """A name for a tag a user creates: never a number (Java's automatic daily, hourly and custom-period tags
+    are numbers, ``20240101``, and are read by name like any tag)."""
+    if check_tag_name(name).isdigit():
+        # A numeric version is resolved as a snapshot id first: such a tag could not be reached by version.
         raise ConfigError(f"a tag name must not be a number: {name!r}", "tag-name")
     return name
 
@@ -144,22 +151,59 @@ class TagManager:
         *,
         ignore_if_exists: bool = False,
         now: dt.datetime | None = None,
+        automatic: bool = False,
     ) -> Tag:
-        """Write ``tag-<name>`` for ``snapshot``.
+        """Write ``tag-<name>`` for ``snapshot``, with an atomic create: of writers creating the same tag at
+        once (automatic tags after concurrent commits), exactly one writes it. Only ``automatic`` tags may
+        be named by a number.
 
         Raises:
+            ConfigError: the name is invalid.
             TagAlreadyExistsError: the tag exists and ``ignore_if_exists`` is false.
         """
-        path = self.tag_path(name)
+        path = self.tag_path(name if automatic else check_new_tag_name(name))
         if self.storage.exists(path):
             if ignore_if_exists:
                 return self.tag(name)
             raise TagAlreadyExistsError(name)
-        create_time = (now or dt.datetime.now()) if time_retained is not None else None
-        tag = Tag(name, snapshot, create_time, time_retained)
+        tag = self._new(name, snapshot, time_retained, now)
         self.storage.mkdirs(self.tag_dir)
+        try:
+            self.storage.write_if_absent(path, tag.to_json().encode("utf-8"))
+        except FileExistsError:
+            if ignore_if_exists:
+                return self.tag(name)
+            raise TagAlreadyExistsError(name) from None
+        return tag
+
+    def replace(
+        self,
+        name: str,
+        snapshot: Snapshot,
+        time_retained: dt.timedelta | None = None,
+        *,
+        now: dt.datetime | None = None,
+    ) -> Tag:
+        """Point the existing tag ``name`` at ``snapshot`` (with a new time-to-live, or none), as Java's
+        ``replaceTag``: the file is overwritten whole.
+
+        Raises:
+            TagNotFoundError: the tag does not exist.
+        """
+        path = self.tag_path(name)
+        if not self.storage.exists(path):
+            raise TagNotFoundError(name)
+        tag = self._new(name, snapshot, time_retained, now)
         self.storage.write_bytes(path, tag.to_json().encode("utf-8"), overwrite=True)
         return tag
+
+    @staticmethod
+    def _new(
+        name: str, snapshot: Snapshot, time_retained: dt.timedelta | None, now: dt.datetime | None
+    ) -> Tag:
+        # Java writes the creation time only with a time-to-live, so that readers <= 0.7 parse the file.
+        create_time = (now or clock.local_now()) if time_retained is not None else None
+        return Tag(name, snapshot, create_time, time_retained)
 
     def rename(self, name: str, target: str) -> Tag:
         """Give tag ``name`` the name ``target``, its file copied as it is (creation time and time-to-live
@@ -170,7 +214,7 @@ class TagManager:
             TagAlreadyExistsError: ``target`` exists.
         """
         source = self.tag_path(name)
-        destination = self.tag_path(target)
+        destination = self.tag_path(check_new_tag_name(target))
         try:
             data = self.storage.read_bytes(source)
         except FileNotFoundError:

@@ -1,9 +1,12 @@
 """Table maintenance, as Paimon's procedures: tags, rollback, snapshot expiration, orphan file removal,
-consumers."""
+consumers, automatic tags and partition expiration."""
 
+from paimon_core.maintenance._auto_tags import create_auto_tags, create_batch_tag, expire_tags, replace_tag
 from paimon_core.maintenance._consumers import clear_consumers, expire_consumers
 from paimon_core.maintenance._expire import expire_snapshots, might_expire
+from paimon_core.maintenance._lifecycle import maintain_after_commit
 from paimon_core.maintenance._orphans import OrphanCleanResult, remove_orphan_files
+from paimon_core.maintenance._partitions import expire_partitions, mark_partition_done, partition_time
 from paimon_core.maintenance._tags import (
     create_tag,
     create_tag_from_timestamp,
@@ -16,14 +19,22 @@ from paimon_core.maintenance._tags import (
 __all__ = [
     "OrphanCleanResult",
     "clear_consumers",
+    "create_auto_tags",
+    "create_batch_tag",
     "create_tag",
     "create_tag_from_timestamp",
     "delete_tag",
     "expire_consumers",
+    "expire_partitions",
     "expire_snapshots",
+    "expire_tags",
+    "maintain_after_commit",
+    "mark_partition_done",
     "might_expire",
+    "partition_time",
     "remove_orphan_files",
     "rename_tag",
+    "replace_tag",
     "rollback_to",
     "rollback_to_timestamp",
 ]

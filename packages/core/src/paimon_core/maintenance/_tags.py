@@ -27,6 +27,8 @@ __all__ = [
     "create_tag",
     "create_tag_from_timestamp",
     "delete_tag",
+    "find_snapshot",
+    "parse_time_retained",
     "rename_tag",
     "rollback_to",
     "rollback_to_timestamp",
@@ -52,13 +54,15 @@ def create_tag(
         TagAlreadyExistsError: the tag exists and ``ignore_if_exists`` is false.
     """
     sm = table.snapshot_manager
-    snapshot = _snapshot_or_tagged(table, snapshot_id) if snapshot_id is not None else sm.latest()
+    snapshot = find_snapshot(table, snapshot_id) if snapshot_id is not None else sm.latest()
     if snapshot is None:
         raise SnapshotNotFoundError(None, f"{table.identifier} has no snapshot to tag")
-    return _tags(table).create(tag, snapshot, _retention(time_retained), ignore_if_exists=ignore_if_exists)
+    return _tags(table).create(
+        tag, snapshot, parse_time_retained(time_retained), ignore_if_exists=ignore_if_exists
+    )
 
 
-def _retention(time_retained: dt.timedelta | str | None) -> dt.timedelta | None:
+def parse_time_retained(time_retained: dt.timedelta | str | None) -> dt.timedelta | None:
     if not isinstance(time_retained, str):
         return time_retained
     try:
@@ -67,7 +71,7 @@ def _retention(time_retained: dt.timedelta | str | None) -> dt.timedelta | None:
         raise ConfigError(f"time_retained: {exc}") from None
 
 
-def _snapshot_or_tagged(table: TableStore, snapshot_id: int) -> Snapshot:
+def find_snapshot(table: TableStore, snapshot_id: int) -> Snapshot:
     """Snapshot ``snapshot_id``, or, once it expired, the copy a tag keeps of it (as Java's ``findSnapshot``).
 
     Raises:
@@ -116,7 +120,7 @@ def create_tag_from_timestamp(
             None,
             f"no snapshot of {table.identifier} was committed at or after {timestamp!r} ({millis} epoch ms)",
         )
-    return _tags(table).create(tag, found, _retention(time_retained))
+    return _tags(table).create(tag, found, parse_time_retained(time_retained))
 
 
 def rename_tag(table: TableStore, tag: str, target_tag: str) -> Tag:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import IntEnum
 from typing import Any, ClassVar, NamedTuple
 
+from paimon_core import clock
 from paimon_core.errors import CorruptMetadataError
 from paimon_core.storage import join_path, parent_path
 
@@ -78,7 +78,7 @@ def local_wall_clock_millis(epoch_millis: int | None = None) -> int:
     Java stores ``LocalDateTime.now()`` as if it were UTC: the local wall clock, not the epoch instant.
     """
     if epoch_millis is None:
-        epoch_millis = time.time_ns() // 1_000_000
+        epoch_millis = clock.now_millis()
     seconds, millis = divmod(epoch_millis, 1000)
     wall = datetime.fromtimestamp(seconds)  # naive, in the system time zone
     return (wall - _NAIVE_EPOCH) // timedelta(seconds=1) * 1000 + millis

@@ -6,8 +6,9 @@ the last three (:meth:`CommitPipeline.commit`, :meth:`CommitPipeline.overwrite`)
 
 1. precommit: ``precommit-compact`` merges the small new files of all the writers of the commit
    (``hooks.precommit``; writers never do it themselves, so no file is rewritten twice);
-2. the commit (:class:`~paimon_core.table.TableCommit`), whose own after-commit hook expires consumers and
-   snapshots (``hooks.after_commit``, also for ``write-only`` tables);
+2. the commit (:class:`~paimon_core.table.TableCommit`), whose own after-commit hook creates automatic
+   tags, expires tags and partitions, then consumers and snapshots (``hooks.after_commit``, also for
+   ``write-only`` tables, where it does less);
 3. after-commit compaction: after an append (not an overwrite, as before this pipeline existed), an
    unaware-bucket append table runs its compaction coordinator (``hooks.commit_compactor``) unless
    ``write-only``; it commits separately (COMPACT) and never makes the commit fail.

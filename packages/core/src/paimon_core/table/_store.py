@@ -80,8 +80,9 @@ class TableHooks:
     functions or classes (the standard ones are): pickled tables keep their hooks.
 
     Attributes:
-        after_commit: runs after a commit created snapshots, also for ``write-only`` tables (consumer and
-            snapshot expiration, which decides what ``write-only`` skips); failures are logged.
+        after_commit: runs after a commit created snapshots, also for ``write-only`` tables (automatic tags,
+            tag, partition, consumer and snapshot expiration, which decides what ``write-only`` skips);
+            failures are logged.
         commit_compactor: builds the compactor a handle runs after its commits (unaware-bucket tables;
             :class:`~paimon_core.table.CommitPipeline` runs it).
         bucket_compaction: builds the per-bucket compaction of a writer (bucketed tables).

@@ -17,6 +17,7 @@ from paimon_spark._procedures._compact_procedures import (
     CompactDatabaseProcedure,
     CompactProcedure,
 )
+from paimon_spark._procedures._lifecycle import LIFECYCLE_PROCEDURES
 from paimon_spark._procedures._maintenance import MAINTENANCE_PROCEDURES
 from paimon_spark._procedures._udtf import session_catalog_conf
 
@@ -44,6 +45,7 @@ def register_procedures(
         COMPACT_PROCEDURE: (CompactProcedure, RESULT_SCHEMA),
         COMPACT_DATABASE_PROCEDURE: (CompactDatabaseProcedure, RESULT_SCHEMA),
         **MAINTENANCE_PROCEDURES,
+        **LIFECYCLE_PROCEDURES,
     }
     for name, (base, schema) in procedures.items():
         # Built here, the class is pickled by value, so the defaults travel to the Python worker.

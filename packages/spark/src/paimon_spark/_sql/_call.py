@@ -10,8 +10,7 @@ The procedures run on the driver: compaction spreads its tasks over the executor
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import sqlglot
@@ -31,13 +30,12 @@ from paimon_core.maintenance import (
     rollback_to,
     rollback_to_timestamp,
 )
-from paimon_core.table import Table
 from paimon_spark._commands import merge_into
-from paimon_spark._options import parse_options
 from paimon_spark._procedures import compact, compact_database
+from paimon_spark._sql._call_lifecycle import LIFECYCLE_PROCEDURES
+from paimon_spark._sql._call_spec import Call, Param, Procedure
 from paimon_spark._sql._context import Context
 from paimon_spark._sql._errors import ProcedureNotFoundError
-from paimon_spark._sql._names import CatalogConf, PaimonName
 from paimon_spark._sql._query import evaluate
 from paimon_spark._sql._views import refresh_views
 
@@ -45,57 +43,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 __all__ = ["PROCEDURES", "call"]
-
-
-@dataclass(frozen=True)
-class Param:
-    """An argument: its Spark name and type (``str``, ``int``, ``bool``), other names it is known by."""
-
-    name: str
-    kind: type = str
-    required: bool = False
-    aliases: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Call:
-    """A procedure call being run: its context, catalog and arguments by Spark name."""
-
-    ctx: Context
-    catalog: CatalogConf
-    args: dict[str, Any]
-
-    def get(self, name: str) -> Any:
-        return self.args.get(name)
-
-    def text(self, name: str) -> str | None:
-        value = self.args.get(name)
-        return value if isinstance(value, str) and value.strip() else None
-
-    def name_of(self, identifier: str) -> PaimonName:
-        """A ``table`` argument: ``db.t``, or ``t`` in the current (else ``default``) database."""
-        database, _, table = identifier.rpartition(".")
-        return PaimonName(self.catalog, database or self.ctx.resolver.database_in(self.catalog), table)
-
-    def table(self, name: str = "table") -> Table:
-        dynamic = parse_options(self.text("options"))
-        return self.ctx.open(self.name_of(self.args[name]), **dynamic)
-
-    def refuse(self, *names: str) -> None:
-        """Arguments of Paimon's procedure that this project does not implement: an error when given."""
-        given = [n for n in names if self.args.get(n) not in (None, "")]
-        if given:
-            raise self.ctx.error(f"argument {', '.join(given)} is not supported here")
-
-
-@dataclass(frozen=True)
-class Procedure:
-    name: str
-    params: tuple[Param, ...]
-    schema: str  # the result's columns, in Spark's DDL
-    run: Callable[[Call], list[tuple[Any, ...]]]
-    flink: bool = False  # one of Flink's names for a Spark procedure
-    named_only: tuple[Param, ...] = field(default=())  # accepted by name only (another engine's extra)
 
 
 def _compact(call: Call) -> list[tuple[Any, ...]]:
@@ -375,6 +322,7 @@ PROCEDURES: dict[str, Procedure] = {
         ),
     )
 }
+PROCEDURES.update({p.name: p for p in LIFECYCLE_PROCEDURES})
 
 
 _KINDS = {int: "a number", bool: "a boolean", str: "a string"}

@@ -5,6 +5,7 @@ attempt loop (:mod:`._attempt`). docs/commit-protocol.md describes the stages.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -195,6 +196,35 @@ class TableCommit:
         self.last_attempts = call.attempts
         return call
 
+    def drop_partitions(
+        self, files: Sequence[ManifestEntry], commit_identifier: int = BATCH_COMMIT_IDENTIFIER
+    ) -> list[int]:
+        """Drop partitions: one OVERWRITE snapshot deleting ``files`` (the live files of the partitions, read
+        from one snapshot) and the index files of their partitions, as Java's ``dropPartitions``.
+
+        The deletes are checked against the latest snapshot, so two drops of one partition never both land:
+        the second fails with CommitConflictError and drops nothing. No after-commit work runs (as Java's).
+
+        Returns:
+            The id of the snapshot created (empty when ``files`` is).
+
+        Raises:
+            CommitConflictError: some of the files are gone (another drop, an overwrite or a compaction won).
+            CommitRetriesExhaustedError, CommitStateUnknownError: as for :meth:`commit`.
+        """
+        if not files:
+            return []
+        partitions = {e.partition for e in files}
+        changes = Changes(
+            CommitKind.OVERWRITE,
+            [dataclasses.replace(e, kind=FileKind.DELETE) for e in files],
+            check_conflicts=True,
+            index_scope=lambda partition: partition in partitions,
+        )
+        return self._loop.run(
+            self._new_call(), CommitKind.OVERWRITE, lambda _latest: changes, commit_identifier
+        )
+
     def _commit_compaction(
         self,
         call: CommitCall,
@@ -234,8 +264,8 @@ class TableCommit:
             return []
 
     def _expire_after(self, created: Sequence[int]) -> None:
-        """Consumer and snapshot expiration after a commit, as Java's committer does (the hook skips snapshot
-        expiration for write-only tables).
+        """The after-commit hook, as Java's committer maintains a table: automatic tags, then tag, partition,
+        consumer and snapshot expiration (the hook decides what write-only tables skip).
 
         The commit has landed whatever happens here: a failure is logged, never raised.
         """
@@ -246,7 +276,8 @@ class TableCommit:
             hook(self.table, created)
         except Exception:
             logger.warning(
-                "consumer or snapshot expiration after a commit to %s failed",
+                "the work after a commit to %s (automatic tags; tag, partition, consumer or snapshot "
+                "expiration) failed",
                 self.table.identifier,
                 exc_info=True,
             )

@@ -8,11 +8,11 @@ attempt wrote is kept in :class:`WrittenFiles`, for the attempt loop to delete o
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from paimon_core import clock
 from paimon_core.errors import CorruptMetadataError
 from paimon_core.manifest import (
     FileIdentifier,
@@ -148,7 +148,7 @@ class SnapshotBuilder:
             commit_user=self.commit_user,
             commit_identifier=identifier,
             commit_kind=changes.kind,
-            time_millis=int(time.time() * 1000),
+            time_millis=clock.now_millis(),
             total_record_count=(latest.total_record_count if latest else 0) + delta_rows,
             delta_record_count=delta_rows,
             changelog_record_count=sum(e.file.row_count for e in changes.changelog),
