@@ -355,7 +355,6 @@ def _add_maintenance_commands(commands: Any) -> None:
 def _run_maintenance(args: argparse.Namespace) -> bool:
     """Run a maintenance command; False when ``args.command`` is not one."""
     from paimon_core import maintenance
-    from paimon_core.consumer import ConsumerManager
 
     command = args.command
     if command not in ("create-tag", "create-tag-from-timestamp", "rename-tag", "delete-tag", "rollback",
@@ -408,7 +407,7 @@ def _run_maintenance(args: argparse.Namespace) -> bool:
         cleared = maintenance.clear_consumers(table, args.including, args.excluding)
         print(f"cleared {len(cleared)} consumer(s)" + (f": {', '.join(sorted(cleared))}" if cleared else ""))
     else:
-        ConsumerManager(table.storage, table.path).reset_to(args.consumer_id, args.next_snapshot)
+        table.consumer_manager.reset_to(args.consumer_id, args.next_snapshot)
         print(f"consumer {args.consumer_id!r} " + ("deleted" if args.next_snapshot is None else "reset"))
     return True
 

@@ -19,7 +19,6 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from paimon_core import options as opts
-from paimon_core.consumer import ConsumerManager
 from paimon_core.maintenance import (
     clear_consumers,
     create_tag,
@@ -216,7 +215,7 @@ def _remove_orphan_files(call: Call) -> list[tuple[Any, ...]]:
 
 def _reset_consumer(call: Call) -> list[tuple[Any, ...]]:
     table = call.table()
-    ConsumerManager(table.storage, table.path).reset_to(call.args["consumerId"], call.get("nextSnapshotId"))
+    table.consumer_manager.reset_to(call.args["consumerId"], call.get("nextSnapshotId"))
     return [(True,)]
 
 
