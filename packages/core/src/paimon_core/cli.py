@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
+from paimon_core._cli_branch import add_branch_commands, run_branch_command
 from paimon_core._cli_write import add_write_command, write_files
 from paimon_core._open_table import open_table
 from paimon_core._version import __version__
@@ -350,6 +351,7 @@ def _add_maintenance_commands(commands: Any) -> None:
     clear = table_command("clear-consumers", "delete consumers by id (regular expressions, whole ids)")
     clear.add_argument("--including", default=None, help="ids to delete (default: all)")
     clear.add_argument("--excluding", default=None, help="ids to keep among them")
+    add_branch_commands(commands, table_command)
 
 
 def _run_maintenance(args: argparse.Namespace) -> bool:
@@ -501,7 +503,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     args = parser.parse_args(arguments)
     try:
-        if _run_maintenance(args):
+        if _run_maintenance(args) or run_branch_command(args, lambda: _target(args)):
             pass
         elif args.command == "read":
             _run_read(args)
