@@ -323,3 +323,25 @@ def test_the_cli_reads_and_writes_a_branch_by_name(catalog: Catalog, table: Tabl
 def _remove_orphans(table: Table) -> tuple[str, ...]:
     now = int(time.time() * 1000) + 86_400_000
     return remove_orphan_files(table, older_than=now, now_millis=now).deleted
+
+
+def test_a_fallback_branch_gives_the_partitions_the_branch_lacks(catalog: Catalog, table: Table) -> None:
+    create_branch(table, "fb")
+    fallback = _branch(catalog, "fb")
+    fallback.append(batch([1, 50], "a", v=9))  # partition a is main's: main's rows win
+    fallback.append(batch([60, 61], "c", v=9))  # partition c only the fallback has
+    main_rows = rows(table)
+    catalog.alter_options("db.t", {"scan.fallback-branch": "fb"})
+    main = _main(catalog)
+    expected = sorted([*main_rows, ("c", 60, 9), ("c", 61, 9)])
+    assert rows(main) == expected
+    assert pa.Table.from_batches(list(main.to_batches())).num_rows == len(expected)
+    only_c = main.to_arrow(filter=[("p", "=", "c")]).column("id").to_pylist()
+    assert sorted(only_c) == [60, 61]
+    assert rows(main, snapshot_id=3) == main_rows  # a snapshot of main is main's alone
+    assert rows(_branch(catalog, "fb")) == sorted([("a", 1, 9), ("a", 50, 9), ("c", 60, 9), ("c", 61, 9)])
+    with pytest.raises(ConfigError, match=r"scan\.fallback-branch"):
+        delete_branch(main, "fb")
+    catalog.alter_table("db.t$branch_fb", SchemaChange.add_column("other", pa.int64()))
+    with pytest.raises(ConfigError, match="same columns"):
+        _main(catalog).to_arrow()

@@ -14,7 +14,7 @@ import pytest
 import paimon_spark
 from paimon_core import Catalog
 from paimon_core.errors import BranchNotFoundError
-from paimon_core.maintenance import list_branches
+from paimon_core.maintenance import create_branch, list_branches
 from paimon_spark._sql import state_of
 
 CATALOG_CONF = "spark.sql.catalog.paimon.warehouse"
@@ -143,3 +143,21 @@ def test_the_data_source_reads_and_writes_a_branch(spark: Any, warehouse: str) -
     assert _rows(spark.read.format("paimon").option("warehouse", warehouse).load("db.t")) == [(7, "z")]
     (row,) = spark.sql("SELECT * FROM paimon_delete_branch(table => 'db.t', branch => 'b1')").collect()
     assert list_branches(catalog.get_table("db.t")) == []
+
+
+def test_the_data_source_reads_a_fallback_branch_for_missing_partitions(spark: Any, warehouse: str) -> None:
+    catalog = Catalog.open(warehouse)
+    catalog.create_database("db")
+    schema = pa.schema([("dt", pa.string()), ("id", pa.int64())])
+    table = catalog.create_table("db.p", schema, partition_keys=["dt"])
+    table.append(pa.table({"dt": ["d2"], "id": [2]}, schema=schema))
+    create_branch(table, "fb")
+    catalog.get_table("db.p$branch_fb").append(pa.table({"dt": ["d1", "d2"], "id": [1, 20]}, schema=schema))
+    reader = spark.read.format("paimon").option("warehouse", warehouse)
+    assert _rows(reader.load("db.p")) == [("d2", 2)]
+    with_fallback = reader.option("scan.fallback-branch", "fb").load("db.p")
+    expected = sorted(
+        tuple(r.values())
+        for r in catalog.get_table("db.p", **{"scan.fallback-branch": "fb"}).to_arrow().to_pylist()
+    )
+    assert _rows(with_fallback) == expected == [("d1", 1), ("d2", 2)]
