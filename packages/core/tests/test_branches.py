@@ -345,3 +345,17 @@ def test_a_fallback_branch_gives_the_partitions_the_branch_lacks(catalog: Catalo
     catalog.alter_table("db.t$branch_fb", SchemaChange.add_column("other", pa.int64()))
     with pytest.raises(ConfigError, match="same columns"):
         _main(catalog).to_arrow()
+
+
+@pytest.mark.parametrize("name", ["../..", "a/../../..", "x/y", "..\\.."])
+def test_no_branch_operation_leaves_the_branch_directory(catalog: Catalog, table: Table, name: str) -> None:
+    for operation in (
+        lambda: delete_branch(table, name),
+        lambda: fast_forward(table, name),
+        lambda: catalog.get_table(f"db.t$branch_{name}"),
+        lambda: catalog.get_table("db.t", branch=name),
+        lambda: create_branch(table, name),
+    ):
+        with pytest.raises(ConfigError, match="branch"):
+            operation()
+    assert rows(_main(catalog)) == rows(table) and Path(table.path).is_dir()

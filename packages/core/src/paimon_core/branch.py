@@ -45,11 +45,15 @@ def is_main(branch: str) -> bool:
 
 
 def branch_path(table_path: str, branch: str) -> str:
-    """The directory holding the metadata of ``branch``: the table's own for ``main``."""
+    """The directory holding the metadata of ``branch``: the table's own for ``main``.
+
+    Raises:
+        ConfigError: a name :func:`check_branch_name` refuses (it could lead out of ``branch/``).
+    """
     table_path = table_path.rstrip("/")
     if is_main(branch):
         return table_path
-    return join_path(table_path, "branch", BRANCH_PREFIX + branch)
+    return join_path(table_path, "branch", BRANCH_PREFIX + check_branch_name(branch))
 
 
 def check_branch_name(name: str) -> str:
