@@ -359,3 +359,11 @@ def test_no_branch_operation_leaves_the_branch_directory(catalog: Catalog, table
         with pytest.raises(ConfigError, match="branch"):
             operation()
     assert rows(_main(catalog)) == rows(table) and Path(table.path).is_dir()
+
+
+def test_only_the_handle_chooses_its_branch_never_a_stored_option(catalog: Catalog, table: Table) -> None:
+    create_branch(table, "b1", "t2")
+    main_rows = rows(table)
+    catalog.alter_options("db.t", {"branch": "b1"})  # stored: it does not move main's handles
+    assert rows(_main(catalog)) == main_rows and _main(catalog).branch == "main"
+    assert rows(catalog.get_table("db.t", branch="b1")) == rows(table, tag="t2")

@@ -170,7 +170,9 @@ class TableStore:
         self.options = stored.with_overrides(dynamic)
         if dynamic:
             _check_dynamic_options(stored, self.options)
-        self.branch = normalize_branch(self.options.get_option(opts.BRANCH))
+        # a handle's branch is chosen when it is opened (a stored 'branch' option would point a table's
+        # schema at another branch's snapshots)
+        self.branch = normalize_branch(dynamic.get_option(opts.BRANCH))
         # snapshots, schemas, tags and consumers are the branch's; data files and manifests the table's
         self.branch_path = branch_path(self.path, self.branch)
         self.schema_manager = SchemaManager(storage, self.branch_path)
