@@ -161,3 +161,22 @@ def test_the_data_source_reads_a_fallback_branch_for_missing_partitions(spark: A
         for r in catalog.get_table("db.p", **{"scan.fallback-branch": "fb"}).to_arrow().to_pylist()
     )
     assert _rows(with_fallback) == expected == [("d1", 1), ("d2", 2)]
+
+
+def test_a_stream_of_a_branch_reads_the_branch_commits_only(spark: Any, warehouse: str) -> None:
+    catalog = Catalog.open(warehouse)
+    catalog.create_database("db")
+    schema = pa.schema([("id", pa.int64())])
+    table = catalog.create_table("db.s", schema)
+    table.append(pa.table({"id": [1]}, schema=schema))
+    create_branch(table, "b1")
+    branch = catalog.get_table("db.s$branch_b1")
+    branch.append(pa.table({"id": [10]}, schema=schema))
+    branch.append(pa.table({"id": [11]}, schema=schema))
+    table.append(pa.table({"id": [2]}, schema=schema))
+    frame = spark.readStream.format("paimon").option("warehouse", warehouse).load("db.s$branch_b1")
+    query = frame.writeStream.format("memory").queryName("branch_stream").trigger(availableNow=True).start()
+    query.awaitTermination(300)
+    got = sorted(r.id for r in spark.sql("SELECT id FROM branch_stream").collect())
+    expected = sorted(pa.Table.from_batches(list(branch.stream(follow=False))).column("id").to_pylist())
+    assert got == expected == [10, 11]
