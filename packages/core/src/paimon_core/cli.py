@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
+from paimon_core._cli_branch import add_branch_commands, run_branch_command
 from paimon_core._cli_lifecycle import LIFECYCLE_COMMANDS, add_lifecycle_commands, run_lifecycle_command
 from paimon_core._cli_write import add_write_command, write_files
 from paimon_core._open_table import open_table
@@ -352,12 +353,12 @@ def _add_maintenance_commands(commands: Any) -> None:
     clear.add_argument("--including", default=None, help="ids to delete (default: all)")
     clear.add_argument("--excluding", default=None, help="ids to keep among them")
     add_lifecycle_commands(table_command)
+    add_branch_commands(commands, table_command)
 
 
 def _run_maintenance(args: argparse.Namespace) -> bool:
     """Run a maintenance command; False when ``args.command`` is not one."""
     from paimon_core import maintenance
-    from paimon_core.consumer import ConsumerManager
 
     command = args.command
     if command in LIFECYCLE_COMMANDS:
@@ -413,7 +414,7 @@ def _run_maintenance(args: argparse.Namespace) -> bool:
         cleared = maintenance.clear_consumers(table, args.including, args.excluding)
         print(f"cleared {len(cleared)} consumer(s)" + (f": {', '.join(sorted(cleared))}" if cleared else ""))
     else:
-        ConsumerManager(table.storage, table.path).reset_to(args.consumer_id, args.next_snapshot)
+        table.consumer_manager.reset_to(args.consumer_id, args.next_snapshot)
         print(f"consumer {args.consumer_id!r} " + ("deleted" if args.next_snapshot is None else "reset"))
     return True
 
@@ -507,7 +508,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     args = parser.parse_args(arguments)
     try:
-        if _run_maintenance(args):
+        if _run_maintenance(args) or run_branch_command(args, lambda: _target(args)):
             pass
         elif args.command == "read":
             _run_read(args)

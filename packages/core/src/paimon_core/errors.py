@@ -229,6 +229,21 @@ class TagAlreadyExistsError(PaimonError, FileExistsError):
         self.name = name
 
 
+class BranchNotFoundError(PaimonError, LookupError):
+    """No branch of this name (``branch/branch-<name>`` is missing)."""
+
+    def __init__(self, name: str, existing: list[str] | None = None) -> None:
+        known = f"; the table has {', '.join(existing)}" if existing else "; the table has no branch"
+        super().__init__(f"branch {name!r} does not exist{known if existing is not None else ''}")
+        self.name = name
+
+
+class BranchAlreadyExistsError(PaimonError, FileExistsError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"branch {name!r} already exists")
+        self.name = name
+
+
 # --- storage ----------------------------------------------------------------------------------------------
 
 

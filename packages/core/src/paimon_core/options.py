@@ -1083,6 +1083,17 @@ SCAN_MODE: Option[str] = _declare(
         "Where a scan starts.",
     )
 )
+BRANCH: Option[str] = _declare(
+    Option("branch", _str, "main", "The branch a handle reads and writes ('main': the table itself).")
+)
+SCAN_FALLBACK_BRANCH: Option[str | None] = _declare(
+    Option(
+        "scan.fallback-branch",
+        _optional(_str),
+        None,
+        "A batch read takes the partitions missing from this branch from the fallback branch.",
+    )
+)
 SCAN_SNAPSHOT_ID: Option[int | None] = _declare(
     Option("scan.snapshot-id", _optional(int), None, "Snapshot a scan starts at.")
 )

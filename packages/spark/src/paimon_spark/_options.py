@@ -47,7 +47,6 @@ from paimon_core.catalog import check_option_key, split_identifier
 from paimon_core.errors import ConfigError
 from paimon_core.redaction import redacted_repr
 from paimon_core.table import Table, split_system_name
-from paimon_core.tag import TagManager
 
 __all__ = [
     "OVERWRITE_PARTITION",
@@ -259,7 +258,7 @@ class SourceConfig:
             return {opts.SCAN_SNAPSHOT_ID.key: version.strip()}
         base = self.location if self.is_path else split_system_name(self.location)[0]
         table = self._open(base, {})
-        if TagManager(table.storage, table.path).exists(version):
+        if table.tag_manager.exists(version):
             return {opts.SCAN_TAG_NAME.key: version}
         raise ConfigError(
             f"versionAsOf {version!r}: {table.identifier} has no tag of that name, and it is no snapshot id",

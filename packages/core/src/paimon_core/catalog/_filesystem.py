@@ -18,7 +18,9 @@ import pyarrow as pa
 from paimon_core import options as opts
 from paimon_core._keywords import suggest_keywords
 from paimon_core._standard_hooks import STANDARD_HOOKS
+from paimon_core.branch import MAIN_BRANCH, BranchManager, branch_path, normalize_branch, split_branch
 from paimon_core.errors import (
+    BranchNotFoundError,
     CatalogError,
     ConfigError,
     DatabaseAlreadyExistsError,
@@ -414,13 +416,28 @@ class Catalog:
         return SystemTable(self._data_table(base, **dynamic_options), system)
 
     def _data_table(self, identifier: str, **dynamic_options: Any) -> Table:
-        path = self.table_path(identifier)
-        schema = SchemaManager(self.storage, path).latest() if self._registered(identifier) else None
-        if schema is None:
-            raise self._table_not_found(identifier)
-        return Table(
-            path, self.storage, schema, identifier, {**self.table_defaults, **dynamic_options}, self.hooks
+        """The table ``db.t``, or its branch: ``db.t$branch_b``, or a ``branch`` option."""
+        base, suffix = split_branch(identifier)
+        options = {**self.table_defaults, **dynamic_options}
+        if suffix is not None:
+            options[opts.BRANCH.key] = suffix
+        path = self.table_path(base)
+        branch = normalize_branch(str(options.get(opts.BRANCH.key, MAIN_BRANCH)))
+        schema = (
+            SchemaManager(self.storage, branch_path(path, branch)).latest()
+            if self._registered(base)
+            else None
         )
+        if schema is None:
+            if branch != MAIN_BRANCH and self.table_exists(base):
+                raise BranchNotFoundError(branch, BranchManager(self.storage, path).names())
+            raise self._table_not_found(identifier)
+        return Table(path, self.storage, schema, identifier, options, self.hooks)
+
+    def _schema_manager(self, identifier: str) -> SchemaManager:
+        """The schema files of ``db.t`` or of its branch ``db.t$branch_b``."""
+        base, branch = split_branch(split_system_name(identifier)[0])
+        return SchemaManager(self.storage, branch_path(self.table_path(base), normalize_branch(branch)))
 
     def drop_table(self, identifier: str, *, missing_ok: bool = False) -> None:
         if not self.table_exists(identifier):
@@ -481,9 +498,9 @@ class Catalog:
                 path on another storage...).
         """
         batch = [changes] if isinstance(changes, SchemaChange) else list(changes)
-        base = split_system_name(identifier)[0]
+        base = split_branch(split_system_name(identifier)[0])[0]
         path = self.table_path(base)
-        manager = SchemaManager(self.storage, path)
+        manager = self._schema_manager(identifier)
         if not self._registered(base) or manager.latest() is None:
             raise self._table_not_found(identifier)
 

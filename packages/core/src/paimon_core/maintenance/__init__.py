@@ -1,7 +1,8 @@
-"""Table maintenance, as Paimon's procedures: tags, rollback, snapshot expiration, orphan file removal,
-consumers, automatic tags and partition expiration."""
+"""Table maintenance, as Paimon's procedures: tags, branches, rollback, snapshot expiration, orphan file
+removal, consumers, automatic tags and partition expiration."""
 
 from paimon_core.maintenance._auto_tags import create_auto_tags, create_batch_tag, expire_tags, replace_tag
+from paimon_core.maintenance._branches import create_branch, delete_branch, fast_forward, list_branches
 from paimon_core.maintenance._consumers import clear_consumers, expire_consumers
 from paimon_core.maintenance._expire import expire_snapshots, might_expire
 from paimon_core.maintenance._lifecycle import maintain_after_commit
@@ -21,13 +22,17 @@ __all__ = [
     "clear_consumers",
     "create_auto_tags",
     "create_batch_tag",
+    "create_branch",
     "create_tag",
     "create_tag_from_timestamp",
+    "delete_branch",
     "delete_tag",
     "expire_consumers",
     "expire_partitions",
     "expire_snapshots",
     "expire_tags",
+    "fast_forward",
+    "list_branches",
     "maintain_after_commit",
     "mark_partition_done",
     "might_expire",

@@ -37,7 +37,7 @@ _walked_lock = threading.Lock()
 
 
 def _tags(table: TableStore) -> TagManager:
-    return TagManager(table.storage, table.path)
+    return table.tag_manager  # the branch's tags on a branch handle
 
 
 def _retention(table: TableStore) -> dt.timedelta | None:
@@ -120,7 +120,7 @@ def _newest_auto_tag(tags: TagManager, period: TagPeriod) -> tuple[Tag, dt.datet
 
 def _resume(table: TableStore, next_id: int) -> int:
     with _walked_lock:
-        walked = _walked.get(table.path)
+        walked = _walked.get(table.branch_path)
     if walked is None or walked[0] < next_id:
         return next_id
     snapshot = table.snapshot_manager.try_snapshot(walked[0])
@@ -131,7 +131,7 @@ def _resume(table: TableStore, next_id: int) -> int:
 
 def _remember(table: TableStore, snapshot: Snapshot) -> None:
     with _walked_lock:
-        _walked[table.path] = (snapshot.id, snapshot.time_millis)
+        _walked[table.branch_path] = (snapshot.id, snapshot.time_millis)
 
 
 def _retain_auto_tags(table: TableStore, tags: TagManager, period: TagPeriod) -> None:

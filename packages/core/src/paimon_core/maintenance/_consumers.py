@@ -13,7 +13,6 @@ import time
 from typing import TYPE_CHECKING
 
 from paimon_core import options as opts
-from paimon_core.consumer import ConsumerManager
 
 if TYPE_CHECKING:
     from paimon_core.table import TableStore
@@ -38,7 +37,7 @@ def expire_consumers(table: TableStore, *, now_millis: int | None = None) -> lis
     if limit is None:
         return []
     now = now_millis if now_millis is not None else int(time.time() * 1000)
-    return ConsumerManager(table.storage, table.path).expire(now - limit)
+    return table.consumer_manager.expire(now - limit)
 
 
 def clear_consumers(
@@ -53,4 +52,4 @@ def clear_consumers(
     Raises:
         ConfigError: a pattern is not a valid regular expression.
     """
-    return ConsumerManager(table.storage, table.path).clear(including_consumers, excluding_consumers)
+    return table.consumer_manager.clear(including_consumers, excluding_consumers)

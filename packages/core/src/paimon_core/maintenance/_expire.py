@@ -39,8 +39,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from paimon_core import options as opts
-from paimon_core.consumer import ConsumerManager
 from paimon_core.errors import ConfigError, CorruptMetadataError
+from paimon_core.maintenance._branches import metadata_paths, other_branches_reach
 from paimon_core.maintenance._reach import entry_paths
 from paimon_core.manifest import (
     FileKind,
@@ -56,7 +56,6 @@ from paimon_core.redaction import get_logger
 from paimon_core.snapshot import EARLIEST_HINT, Snapshot
 from paimon_core.storage import Capability, join_path, parent_path
 from paimon_core.table import live_entries, real_changelog_path
-from paimon_core.tag import TagManager
 
 if TYPE_CHECKING:
     from paimon_core.table import TableStore
@@ -162,7 +161,7 @@ def _expire_end(
     """The first snapshot id to keep (docs/format.md#snapshot-expiration)."""
     low = max(latest - retain_max + 1, earliest)
     max_exclusive = latest - retain_min + 1
-    consumer_min = ConsumerManager(table.storage, table.path).min_next_snapshot()
+    consumer_min = table.consumer_manager.min_next_snapshot()
     if consumer_min is not None:
         max_exclusive = min(max_exclusive, consumer_min)
     max_exclusive = min(max_exclusive, earliest + limit)
@@ -183,7 +182,7 @@ def _expire_until(table: TableStore, begin: int, end: int, display: Progress) ->
         logger.info("snapshot %s of %s is gone; expiration skipped", end, table.identifier)
         return 0
     kept, expired = snapshots[-1], snapshots[:-1]
-    tags = TagManager(table.storage, table.path).tagged_snapshots()
+    tags = table.tag_manager.tagged_snapshots()
 
     # What goes is decided while every file is still there: data files deleted by the deltas of
     # [begin, end] and changelog files of expired snapshots, never one that `end` still uses (a delta in
@@ -198,6 +197,7 @@ def _expire_until(table: TableStore, begin: int, end: int, display: Progress) ->
             doomed.update(_changelog_files(table, snapshot))
     doomed -= _paths_used_by(table, kept)
     metadata = _unused_metadata_paths(table, expired, [*_tags_sharing_metadata(tags, begin, end), kept])
+    doomed, metadata = _keep_for_other_branches(table, doomed, metadata)
 
     # 1. EARLIEST: readers that still hold an expired snapshot get SnapshotExpiredError from here on
     sm.advance_earliest_hint(end)
@@ -218,6 +218,17 @@ def _expire_until(table: TableStore, begin: int, end: int, display: Progress) ->
         _delete_all(table, paths, what, counter)
     logger.info("expired snapshots [%s, %s) of %s", begin, end, table.identifier)
     return len(expired)
+
+
+def _keep_for_other_branches(
+    table: TableStore, data: set[str], metadata: list[tuple[set[str], str]]
+) -> tuple[set[str], list[tuple[set[str], str]]]:
+    """``data`` and ``metadata`` without what another branch of the table (or main) still uses."""
+    other = other_branches_reach(table)
+    if other is None:
+        return data, metadata
+    used = metadata_paths(table, other)
+    return data - other.data, [(paths - used, what) for paths, what in metadata]
 
 
 def _paths_used_by(table: TableStore, snapshot: Snapshot) -> set[str]:
@@ -257,21 +268,20 @@ def clean_after_last_tag(table: TableStore, snapshot: Snapshot, other_tags: list
             if (entry.partition, entry.bucket, entry.file.file_name) not in kept
             for path in entry_paths(table, entry)
         }
-        _delete_data_files(table, doomed)
-    _delete_unused_metadata(table, [snapshot], neighbours)
+    else:
+        doomed = set()
+    doomed, metadata = _keep_for_other_branches(
+        table, doomed, _unused_metadata_paths(table, [snapshot], neighbours)
+    )
+    _delete_data_files(table, doomed)
+    for paths, what in metadata:
+        _delete_all(table, paths, what)
 
 
 def _delete_data_files(table: TableStore, paths: set[str], counter: ProgressCounter | None = None) -> None:
     _delete_all(table, paths, "data file", counter)
     if table.options.get_option(opts.SNAPSHOT_CLEAN_EMPTY_DIRECTORIES):
         _remove_empty_dirs(table, paths)
-
-
-def _delete_unused_metadata(table: TableStore, gone: list[Snapshot], kept: list[Snapshot]) -> None:
-    """The manifests, then manifest lists and statistics files, of ``gone`` that no snapshot of ``kept``
-    uses; nothing when a list of ``kept`` cannot be read."""
-    for paths, what in _unused_metadata_paths(table, gone, kept):
-        _delete_all(table, paths, what)
 
 
 def _unused_metadata_paths(

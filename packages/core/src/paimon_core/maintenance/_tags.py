@@ -36,7 +36,7 @@ __all__ = [
 
 
 def _tags(table: TableStore) -> TagManager:
-    return TagManager(table.storage, table.path)
+    return table.tag_manager
 
 
 def create_tag(

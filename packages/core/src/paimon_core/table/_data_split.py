@@ -23,6 +23,8 @@ class DataSplit:
     ``diff_keeps_retractions``: a read that keeps retractions (``$audit_log``) keeps them in both merges of
     a diff split, so a delete still at level 0 is seen (Java 1.1+); Java 0.9, which reads two tags this way,
     drops them.
+    ``branch``: the files are those of this branch (``scan.fallback-branch``), read with its schemas and
+    options; None: the reading table's own.
     """
 
     snapshot_id: int
@@ -34,6 +36,7 @@ class DataSplit:
     incremental_from: int | None = None
     before_files: tuple[DataFileMeta, ...] | None = None
     diff_keeps_retractions: bool = False
+    branch: str | None = None
 
     @property
     def first_snapshot_id(self) -> int:

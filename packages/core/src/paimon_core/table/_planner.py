@@ -17,13 +17,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from paimon_core import options as opts
-from paimon_core.consumer import ConsumerManager
 from paimon_core.errors import ConfigError, SnapshotNotFoundError
 from paimon_core.manifest import ManifestEntry
 from paimon_core.redaction import get_logger
 from paimon_core.snapshot import CommitKind, Snapshot
 from paimon_core.table._time_travel import TimeTravel
-from paimon_core.tag import TagManager
 
 if TYPE_CHECKING:
     from paimon_core.table._store import TableStore
@@ -116,7 +114,7 @@ def start_snapshot(table: TableStore, options: opts.Options, mode: str) -> Snaps
     """The snapshot of ``scan.tag-name`` (kept by the tag even after it expired) or ``scan.snapshot-id``."""
     tag = options.get_option(opts.SCAN_TAG_NAME)
     if tag is not None:
-        return TagManager(table.storage, table.path).tag(tag).snapshot
+        return table.tag_manager.tag(tag).snapshot
     return table.snapshot_manager.snapshot(required(options, opts.SCAN_SNAPSHOT_ID, mode))
 
 
@@ -311,7 +309,7 @@ def _between_tags(
     """Two tags: compared as Java 0.9 compares them, or read as their snapshot ids (Java 1.1+'s
     ``incremental-between-tag-to-snapshot``)."""
     key, between = opts.INCREMENTAL_BETWEEN.key, f"{first},{last}"
-    tags = TagManager(table.storage, table.path)
+    tags = table.tag_manager
     start, end = tags.tag(first).snapshot, tags.tag(last).snapshot
     if options.get_option(opts.INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT):
         return _range_start(table, start.id, end, between, key, creation, diff, start)
@@ -411,7 +409,7 @@ def resolve_stream_start(table: TableStore, options: opts.Options | None = None)
         raise ConfigError(f"scan.mode={mode} is not supported for streaming reads", "scan.mode")
     consumer_id = options.get_option(opts.CONSUMER_ID)
     if consumer_id and not options.get_option(opts.CONSUMER_IGNORE_PROGRESS):
-        consumer = ConsumerManager(table.storage, table.path).consumer(consumer_id)
+        consumer = table.consumer_manager.consumer(consumer_id)
         if consumer is not None:
             return StreamStart(consumer.next_snapshot)
     sm = table.snapshot_manager
@@ -424,7 +422,7 @@ def resolve_stream_start(table: TableStore, options: opts.Options | None = None)
     if mode == "from-snapshot":
         tag = options.get_option(opts.SCAN_TAG_NAME)
         if tag is not None:
-            wanted = TagManager(table.storage, table.path).tag(tag).snapshot.id
+            wanted = table.tag_manager.tag(tag).snapshot.id
         else:
             wanted = required(options, opts.SCAN_SNAPSHOT_ID, mode)
         return StreamStart(max(wanted, earliest or wanted))

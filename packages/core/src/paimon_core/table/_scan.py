@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from paimon_core import options as opts
 from paimon_core._gc import gc_paused
@@ -17,6 +18,7 @@ from paimon_core.stats import decode_stats
 from paimon_core.storage import join_path, parent_path
 from paimon_core.table._data_split import DataSplit
 from paimon_core.table._entries import explain_missing, live_entries, manifest_metas, read_entries
+from paimon_core.table._fallback import FallbackRead, fallback_store, falls_back
 from paimon_core.table._planner import BatchScanStart, created_since, resolve_batch_scan, scan_options
 from paimon_core.table._read import TableRead
 from paimon_core.table._store import POSTPONE_BUCKET
@@ -196,6 +198,8 @@ class TableScan:
         travel: the snapshot to read (a snapshot id, a tag or an instant) instead of what the ``scan.*``
             options choose.
         snapshot: read exactly this snapshot (a tag's, whose file may have expired), ignoring the options.
+        fallback: take the partitions this branch lacks from its ``scan.fallback-branch`` (a read of the
+            latest snapshot only; :mod:`paimon_core.table._fallback`).
 
     Raises:
         ConfigError: conflicting or malformed scan options.
@@ -209,8 +213,10 @@ class TableScan:
         *,
         travel: TimeTravel = NOW,
         snapshot: Snapshot | None = None,
+        fallback: bool = True,
     ) -> None:
         self.table = table
+        self._fallback = fallback and snapshot is None and falls_back(table, travel)
         self.predicate = predicate
         self.pruner = Pruner(table, predicate)
         if snapshot is not None:
@@ -283,6 +289,12 @@ class TableScan:
         )
 
     def plan(self) -> list[DataSplit]:
+        splits = self._plan_own()
+        if self._fallback:
+            splits += self._fallback_splits()
+        return splits
+
+    def _plan_own(self) -> list[DataSplit]:
         if self.snapshot is None:
             return []
         with gc_paused():
@@ -290,6 +302,16 @@ class TableScan:
                 return self._diff_splits()
             since = self.start.incremental_from
             return make_splits(self.table, self.snapshot.id, self.files(), incremental_from=since)
+
+    def _fallback_splits(self) -> list[DataSplit]:
+        """The splits of the fallback branch's partitions that this branch does not have (as Java, every
+        partition of the branch counts, whatever the filter)."""
+        fallback = fallback_store(self.table)
+        if fallback is None:
+            return []
+        mine = {e.partition for e in live_entries(self.table, self.snapshot)} if self.snapshot else set()
+        scan = TableScan(fallback, self.predicate, fallback=False)
+        return [replace(s, branch=fallback.branch) for s in scan.plan() if s.partition not in mine]
 
     def _diff_splits(self) -> list[DataSplit]:
         """A split per bucket whose files changed: its end files and its start files (Java's
@@ -393,6 +415,15 @@ def reader_for(table: TableStore, columns: Sequence[str] | None, row_filter: Any
     ``row_filter``: a :class:`Predicate` (its terms also skip row groups by their statistics) or a pyarrow
     expression.
     """
-    if table.has_primary_key:
-        return KeyValueTableRead(table, columns, row_filter)
-    return TableRead(table, columns, row_filter)
+    read = (
+        KeyValueTableRead(table, columns, row_filter)
+        if table.has_primary_key
+        else TableRead(table, columns, row_filter)
+    )
+    if falls_back(table, NOW):
+        fallback = fallback_store(table)
+        if fallback is not None:
+            # the splits of a read that fell back name their branch: each is read with its own reader
+            reader = FallbackRead(read, lambda: reader_for(fallback, columns, row_filter))
+            return cast(TableRead, reader)
+    return read

@@ -23,6 +23,8 @@ import pyarrow as pa
 
 from paimon_core import options as opts
 from paimon_core.binary_row import deserialize_row
+from paimon_core.branch import branch_path, normalize_branch
+from paimon_core.consumer import ConsumerManager
 from paimon_core.errors import ConfigError, UnsupportedTableFeatureError
 from paimon_core.manifest import (
     DataFileMeta,
@@ -42,6 +44,7 @@ from paimon_core.table._entries import LiveFileIndex, live_entries
 from paimon_core.table._external import ExternalPaths, external_roots
 from paimon_core.table._features import check_supported_features
 from paimon_core.table._messages import CommitMessage
+from paimon_core.tag import TagManager
 from paimon_core.types import DataType, to_arrow_schema
 
 __all__ = [
@@ -156,8 +159,15 @@ class TableStore:
         if dynamic:
             _check_dynamic_options(stored, self.options)
         check_table_features(self.identifier, self.path, schema, self.options)
-        self.schema_manager = SchemaManager(storage, self.path)
-        self.snapshot_manager = SnapshotManager(storage, self.path)
+        # a handle's branch is chosen when it is opened (a stored 'branch' option would point a table's
+        # schema at another branch's snapshots)
+        self.branch = normalize_branch(dynamic.get_option(opts.BRANCH))
+        # snapshots, schemas, tags and consumers are the branch's; data files and manifests the table's
+        self.branch_path = branch_path(self.path, self.branch)
+        self.schema_manager = SchemaManager(storage, self.branch_path)
+        self.snapshot_manager = SnapshotManager(storage, self.branch_path)
+        self.tag_manager = TagManager(storage, self.branch_path)
+        self.consumer_manager = ConsumerManager(storage, self.branch_path)
         self._partition_cache: dict[bytes, dict[str, Any]] = {}
         self._bucket_dirs: dict[tuple[bytes, int], str] = {}
         self._live_files: LiveFileIndex | None = None

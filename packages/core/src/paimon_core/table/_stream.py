@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from paimon_core import options as opts
-from paimon_core.consumer import Consumer, ConsumerManager
+from paimon_core.consumer import Consumer
 from paimon_core.errors import ConfigError
 from paimon_core.manifest import ManifestEntry
 from paimon_core.predicate import FilterLike, Predicate, parse_filter
@@ -320,5 +320,5 @@ class StreamScan:
         next_snapshot = self.consumer_next_snapshot(position)
         if next_snapshot is None:
             return
-        manager = ConsumerManager(self.table.storage, self.table.path)
+        manager = self.table.consumer_manager
         manager.reset_consumer(self.consumer_id, Consumer(next_snapshot))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from paimon_core.binary_row import deserialize_row
-from paimon_core.consumer import ConsumerManager
+from paimon_core.branch import SYSTEM_BRANCH_PREFIX, BranchManager
 from paimon_core.errors import ConfigError, ReadOnlyTableError, SchemaError
 from paimon_core.manifest import read_manifest_list
 from paimon_core.predicate import FilterLike, parse_filter
@@ -26,7 +26,6 @@ from paimon_core.table._java_text import duration_text, local_time, partition_te
 from paimon_core.table._readable import Readable, TimeTravel
 from paimon_core.table._scan import TableScan
 from paimon_core.table._system_files import FILE_TABLE_ROWS, FILE_TABLE_SCHEMAS, TS
-from paimon_core.tag import TagManager
 from paimon_core.types import DataField, from_arrow_type
 
 if TYPE_CHECKING:
@@ -138,14 +137,18 @@ DATA_VIEWS = ("audit_log", "ro")
 
 
 def split_system_name(name: str) -> tuple[str, str | None]:
-    """``"t$files"`` → ``("t", "files")``; ``"t"`` → ``("t", None)``.
+    """``"t$files"`` → ``("t", "files")``; ``"t"`` → ``("t", None)``. A branch suffix stays with the
+    table: ``"t$branch_b$files"`` → ``("t$branch_b", "files")``, ``"t$branch_b"`` → ``("t$branch_b", None)``.
 
     Raises:
         ConfigError: an unknown system table.
     """
     base, splitter, system = name.partition(SYSTEM_SPLITTER)
+    if splitter and system.lower().startswith(SYSTEM_BRANCH_PREFIX):
+        branch, splitter, system = system.partition(SYSTEM_SPLITTER)
+        base = f"{base}{SYSTEM_SPLITTER}{branch}"
     if not splitter:
-        return name, None
+        return base, None
     system = system.lower()
     if system not in _SCHEMAS and system not in DATA_VIEWS:
         known = ", ".join((*SYSTEM_TABLES, *DATA_VIEWS))
@@ -325,7 +328,7 @@ def _partitions(table: TableStore) -> Iterator[dict[str, Any]]:
 
 
 def _tags(table: TableStore) -> Iterator[dict[str, Any]]:
-    for tag in TagManager(table.storage, table.path).tags():
+    for tag in table.tag_manager.tags():
         snapshot = tag.snapshot
         yield {
             "tag_name": tag.name,
@@ -339,12 +342,14 @@ def _tags(table: TableStore) -> Iterator[dict[str, Any]]:
 
 
 def _consumers(table: TableStore) -> Iterator[dict[str, Any]]:
-    for consumer_id, next_snapshot in sorted(ConsumerManager(table.storage, table.path).consumers().items()):
+    for consumer_id, next_snapshot in sorted(table.consumer_manager.consumers().items()):
         yield {"consumer_id": consumer_id, "next_snapshot_id": next_snapshot}
 
 
 def _branches(table: TableStore) -> Iterator[dict[str, Any]]:
-    return iter(())  # branches do not exist yet
+    manager = BranchManager(table.storage, table.path)
+    for name in manager.names():
+        yield {"branch_name": name, "create_time": local_time(manager.create_time_millis(name))}
 
 
 def _aggregation_fields(table: TableStore) -> Iterator[dict[str, Any]]:

@@ -7,7 +7,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from paimon_core import options as opts
 from paimon_core._keywords import suggest_keywords
+from paimon_core.branch import MAIN_BRANCH, branch_path, normalize_branch
 from paimon_core.errors import ConfigError, TableNotFoundError
 from paimon_core.predicate import FilterLike, parse_filter
 from paimon_core.schema import SchemaManager
@@ -55,7 +57,8 @@ class Table(TableStore, Readable):
             TableNotFoundError: no table (no schema) is there.
         """
         storage = get_backend(uri, storage_options)
-        schema = SchemaManager(storage, uri.rstrip("/")).latest()
+        branch = normalize_branch(str((dynamic_options or {}).get(opts.BRANCH.key, MAIN_BRANCH)))
+        schema = SchemaManager(storage, branch_path(uri, branch)).latest()
         if schema is None:
             raise TableNotFoundError(uri, hint=_not_a_table(storage, uri.rstrip("/")))
         return cls(uri, storage, schema, dynamic_options=dynamic_options, hooks=hooks)

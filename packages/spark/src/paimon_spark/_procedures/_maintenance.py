@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from paimon_core.consumer import ConsumerManager
 from paimon_core.maintenance import (
     clear_consumers,
     create_tag,
@@ -144,7 +143,7 @@ class ResetConsumerProcedure(TableProcedure):
         options: str | None = None,
     ) -> Iterator[tuple[bool]]:
         handle = self._open(table, options)
-        ConsumerManager(handle.storage, handle.path).reset_to(consumer_id, next_snapshot_id)
+        handle.consumer_manager.reset_to(consumer_id, next_snapshot_id)
         yield (True,)
 
 

@@ -10,6 +10,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.functions import udtf
 from pyspark.sql.udtf import UserDefinedTableFunction
 
+from paimon_spark._procedures._branches import BRANCH_PROCEDURES
 from paimon_spark._procedures._compact_procedures import (
     COMPACT_DATABASE_PROCEDURE,
     COMPACT_PROCEDURE,
@@ -46,6 +47,7 @@ def register_procedures(
         COMPACT_DATABASE_PROCEDURE: (CompactDatabaseProcedure, RESULT_SCHEMA),
         **MAINTENANCE_PROCEDURES,
         **LIFECYCLE_PROCEDURES,
+        **BRANCH_PROCEDURES,
     }
     for name, (base, schema) in procedures.items():
         # Built here, the class is pickled by value, so the defaults travel to the Python worker.

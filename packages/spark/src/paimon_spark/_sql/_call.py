@@ -18,13 +18,15 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from paimon_core import options as opts
-from paimon_core.consumer import ConsumerManager
 from paimon_core.maintenance import (
     clear_consumers,
+    create_branch,
     create_tag,
     create_tag_from_timestamp,
+    delete_branch,
     delete_tag,
     expire_snapshots,
+    fast_forward,
     remove_orphan_files,
     rename_tag,
     rollback_to,
@@ -115,6 +117,22 @@ def _delete_tag(call: Call) -> list[tuple[Any, ...]]:
     return [(True,)]
 
 
+def _create_branch(call: Call) -> list[tuple[Any, ...]]:
+    ignore = bool(call.get("ignoreIfExists"))
+    create_branch(call.table(), call.args["branch"], call.text("tag"), ignore_if_exists=ignore)
+    return [(True,)]
+
+
+def _delete_branch(call: Call) -> list[tuple[Any, ...]]:
+    delete_branch(call.table(), call.args["branch"])
+    return [(True,)]
+
+
+def _fast_forward(call: Call) -> list[tuple[Any, ...]]:
+    fast_forward(call.table(), call.args["branch"])
+    return [(True,)]
+
+
 def _rollback(call: Call) -> list[tuple[Any, ...]]:
     table = call.table()
     snapshot, tag = call.get("snapshot"), call.text("tag")
@@ -163,7 +181,7 @@ def _remove_orphan_files(call: Call) -> list[tuple[Any, ...]]:
 
 def _reset_consumer(call: Call) -> list[tuple[Any, ...]]:
     table = call.table()
-    ConsumerManager(table.storage, table.path).reset_to(call.args["consumerId"], call.get("nextSnapshotId"))
+    table.consumer_manager.reset_to(call.args["consumerId"], call.get("nextSnapshotId"))
     return [(True,)]
 
 
@@ -255,6 +273,21 @@ PROCEDURES: dict[str, Procedure] = {
             _rename_tag,
         ),
         Procedure("delete_tag", (_TABLE, Param("tag", required=True)), "result boolean", _delete_tag),
+        Procedure(
+            "create_branch",
+            (
+                _TABLE,
+                Param("branch", required=True),
+                Param("tag"),
+                Param("ignoreIfExists", bool, aliases=("ignore_if_exists",)),
+            ),
+            "result boolean",
+            _create_branch,
+        ),
+        Procedure(
+            "delete_branch", (_TABLE, Param("branch", required=True)), "result boolean", _delete_branch
+        ),
+        Procedure("fast_forward", (_TABLE, Param("branch", required=True)), "result boolean", _fast_forward),
         Procedure(
             "rollback",
             (_TABLE, Param("version"), Param("snapshot", int, aliases=("snapshot_id",)), Param("tag")),

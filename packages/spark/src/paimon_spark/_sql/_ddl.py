@@ -23,7 +23,7 @@ from paimon_core.maintenance import create_tag, delete_tag
 from paimon_core.options import parse_duration_ms
 from paimon_core.schema_change import Move, SchemaChange
 from paimon_core.table import Table
-from paimon_core.tag import TagManager, split_tag_names
+from paimon_core.tag import split_tag_names
 from paimon_core.types import DataType
 from paimon_spark._sql._context import Context
 from paimon_spark._sql._errors import SqlError
@@ -487,7 +487,7 @@ def _tag_command(ctx: Context, cursor: Cursor, table: Table) -> DataFrame:
         cursor.expect("TO")
         new = ".".join(cursor.name())
         cursor.expect_end()
-        tags = TagManager(table.storage, table.path)
+        tags = table.tag_manager
         tag = tags.tag(old)
         tags.create(new, tag.snapshot, tag.time_retained)
         tags.delete([old])
@@ -517,7 +517,7 @@ def _create_tag(ctx: Context, cursor: Cursor, table: Table, *, replace: bool) ->
     cursor.expect_end()
     if replace:
         try:
-            TagManager(table.storage, table.path).tag(tag)
+            table.tag_manager.tag(tag)
             delete_tag(table, tag)
         except TagNotFoundError:
             pass

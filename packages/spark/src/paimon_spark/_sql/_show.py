@@ -12,7 +12,6 @@ from sqlglot.tokenizer_core import TokenType
 from paimon_core.errors import DatabaseNotFoundError
 from paimon_core.redaction import redact, redacted_options
 from paimon_core.table import Table
-from paimon_core.tag import TagManager
 from paimon_spark._sql._context import Context
 from paimon_spark._sql._names import DEFAULT_DATABASE, CatalogConf, PaimonName
 from paimon_spark._sql._tokens import Cursor
@@ -171,7 +170,7 @@ def _spec_text(ctx: Context, text: str) -> dict[str, str]:
 
 def _show_tags(ctx: Context, cursor: Cursor, name: PaimonName, table: Table) -> DataFrame:
     cursor.expect_end()
-    return ctx.rows("tag string", [(t,) for t in TagManager(table.storage, table.path).names()])
+    return ctx.rows("tag string", [(t,) for t in table.tag_manager.names()])
 
 
 def _show_columns(ctx: Context, cursor: Cursor, name: PaimonName, table: Table) -> DataFrame:

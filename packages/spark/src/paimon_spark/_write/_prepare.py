@@ -15,7 +15,6 @@ from pyspark.sql.types import StructType
 
 from paimon_core.errors import ConfigError, SchemaError, TableNotFoundError, WarehouseNotFoundError
 from paimon_core.redaction import get_logger
-from paimon_core.schema import SchemaManager
 from paimon_core.schema_change import SchemaChange, apply_changes, widening_refusal
 from paimon_core.table import DataView, SystemTable, Table, conform_batch
 from paimon_core.types import from_arrow_type
@@ -143,7 +142,7 @@ def _merge_schema(config: SourceConfig, table: Table, schema: StructType) -> Tab
     if not changes:
         return table
     logger.info("merging the schema of %s: %s", table.identifier, changes)
-    SchemaManager(table.storage, table.path).commit_change(lambda latest: apply_changes(latest, changes))
+    table.schema_manager.commit_change(lambda latest: apply_changes(latest, changes))
     return config.open_table()
 
 
