@@ -110,7 +110,7 @@ def sql(spark: SparkSession, text: str, args: Any = None) -> DataFrame:
 
     Catalogs are the session's ``spark.sql.catalog.<name>.warehouse`` settings (``paimon`` usually). Tables
     ``<catalog>.<db>.<table>`` (and ``db.t`` / ``t`` after ``USE <catalog>.<db>``), their system tables
-    ``<catalog>.<db>.`t$snapshots```, and the temporary views of :func:`paimon_spark.create_temp_view` take:
+    `` <catalog>.<db>.`t$snapshots` ``, and the temporary views of :func:`paimon_spark.create_temp_view` take:
     ``CREATE / DROP DATABASE``, ``CREATE TABLE [AS SELECT]``, ``ALTER TABLE``, ``DROP / TRUNCATE TABLE``,
     ``SHOW DATABASES / TABLES / PARTITIONS / TAGS / COLUMNS / CREATE TABLE``, ``DESCRIBE [EXTENDED]``,
     ``INSERT INTO / OVERWRITE [PARTITION]``, ``DELETE``, ``UPDATE``, ``MERGE INTO``, ``CALL [cat.]sys.<p>(...)``
