@@ -97,8 +97,10 @@ def test_an_uncaught_paimon_error_from_a_spark_job_reads_message_first(tmp_path:
 
 
 @pytest.fixture
-def paimon_catalog(spark: Any, warehouse: str) -> Iterator[Any]:
-    """The shared session with a ``paimon`` catalog holding ``db.t`` (two rows); reset afterwards."""
+def paimon_catalog(any_spark: Any, warehouse: str) -> Iterator[Any]:
+    """The shared classic session, then the Connect one, with a ``paimon`` catalog holding ``db.t`` (two
+    rows); reset afterwards."""
+    spark = any_spark
     catalog = Catalog.open(warehouse)
     catalog.create_database("db")
     catalog.create_table("db.t", SCHEMA).append(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=SCHEMA))
