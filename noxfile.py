@@ -320,8 +320,9 @@ def packages(session: nox.Session) -> None:
     fresh virtualenv gets the wheels' third-party requirements from the index, then our distributions by
     name from ``dist/`` alone (``--no-index --find-links dist``), so no name of ours can resolve elsewhere.
     That virtualenv's interpreter runs ``tests/packaging``: license files in wheels and sdists, index
-    metadata, every import declared, and the README's API tour and each package README's example, run from
-    a directory outside the repository. A few minutes on 2 cores, most of it the Spark example's JVM.
+    metadata, every import declared, and the README's API and Spark tours and each package README's example,
+    run from a directory outside the repository with no virtualenv activated and no ``PYSPARK_PYTHON``. A few
+    minutes on 2 cores, most of it the Spark examples' JVMs.
     """
     session.install("build>=1.2", "twine>=6.1", "packaging>=24", "uv>=0.9,<1")
     wheels = [_with_every_extra(p) for p in PACKAGES]
