@@ -5,6 +5,8 @@
 - ``reference/options.md``: every table option declared in ``paimon_core.options``, with its default.
 - A page of ``docs/`` that ``mkdocs.yml``'s nav leaves out joins the nav section of its folder (top-level
   pages: the design notes), so a new page is never only reachable by search.
+- The API pages render the docstrings' reST habits as Markdown would: a cross-reference role
+  (``:class:`~x.Y```) shows as the code it names, and a paragraph ending ``::`` before a code block as ``:``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -56,6 +59,16 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
         entries = next(item[section] for item in nav if isinstance(item, dict) and section in item)
         entries.append(path)  # titled by the page's first heading
     return config
+
+
+# After Markdown: ":class:<code>~paimon_core.Table</code>" (role, then the code span it marks).
+_ROLE = re.compile(r":(?:py:)?(?:func|class|meth|attr|mod|exc|data|obj|const):<code>~?")
+_LITERAL_MARK = re.compile(r"::</p>")
+
+
+def on_page_content(html: str, **_: Any) -> str:
+    """The docstrings' reST roles and literal-block marks, as the reader should see them."""
+    return _LITERAL_MARK.sub(":</p>", _ROLE.sub("<code>", html))
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:

@@ -34,7 +34,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from paimon_spark._commands import MergeCardinalityError, MergeSummary, delete_from, merge_into, update
-from paimon_spark._errors import RemotePaimonError, paimon_error, paimon_errors
+from paimon_spark._errors import RemotePaimonError, install_excepthook, paimon_error, paimon_errors
 from paimon_spark._options import (
     SOURCE_NAME,
     SourceConfig,
@@ -109,6 +109,7 @@ def register(spark: SparkSession, *, sql: bool = True) -> type[PaimonDataSource]
     Set it yourself, before ``register``, to keep a byte cap for other Arrow UDFs of very wide rows.
     """
     source = register_data_source(spark)
+    install_excepthook()
     state_of(spark).registered = True
     if sql:
         install_sql(spark)

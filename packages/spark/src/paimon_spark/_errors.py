@@ -8,7 +8,10 @@ Paimon message, the exception is also an instance of the Paimon class raised in 
 TableNotFoundError`` works), and Spark's exception is its ``__cause__``.
 
 paimon_spark's own functions do this already; Spark's DataFrame API (``spark.read.format("paimon")``, an
-action such as ``collect()``) does it inside ``with paimon_spark.paimon_errors():``.
+action such as ``collect()``) does it inside ``with paimon_spark.paimon_errors():``. Left uncaught, such an
+exception is printed message-first by the hook :func:`paimon_spark.register` installs
+(:func:`install_excepthook`): the Paimon error once, then the caller's own frames, not Spark's 40-odd lines
+of two tracebacks with the message last.
 """
 
 from __future__ import annotations
@@ -17,16 +20,20 @@ import contextlib
 import functools
 import importlib
 import re
+import sys
+import traceback
 from collections.abc import Iterator
+from types import TracebackType
 
 from paimon_core.errors import PaimonError
 
-__all__ = ["RemotePaimonError", "paimon_error", "paimon_errors"]
+__all__ = ["RemotePaimonError", "install_excepthook", "paimon_error", "paimon_errors"]
 
 # "paimon_core.errors.TableNotFoundError: table 'db.t' does not exist": the worker's final exception line,
 # after Spark's prefix on the same line or at the start of one.
 _RAISED = re.compile(r"(?:^|\s)(paimon_(?:core|spark|storage)(?:\.\w+)*)\.(\w+): ([^\n]*)", re.MULTILINE)
 _SPARK_MODULES = ("pyspark.", "py4j.")
+_HOOK_MARK = "__paimon_excepthook__"
 
 
 class RemotePaimonError(PaimonError):
@@ -87,3 +94,47 @@ def paimon_errors() -> Iterator[None]:
         if translated is None:
             raise
         raise translated from exc
+
+
+def uncaught_report(error: BaseException, tb: TracebackType | None) -> str | None:
+    """What the hook prints for an uncaught Spark exception carrying a Paimon error, else None: the Paimon
+    error's line, where it was raised, then the frames of this process outside PySpark and Py4J."""
+    translated = paimon_error(error)
+    if translated is None:
+        return None
+    spark_line = str(error).split("Traceback (most recent call last)", 1)[0].strip().splitlines()
+    spark_says = f": {spark_line[0].rstrip(':')}" if spark_line else ""
+    # The caller's frames up to its call into PySpark; after that come Spark's and, spliced in by PySpark,
+    # the worker's (the message already says what the worker raised).
+    frames = []
+    for frame in traceback.extract_tb(tb):
+        if any(f"{sep}{m.rstrip('.')}{sep}" in frame.filename for m in _SPARK_MODULES for sep in "/\\"):
+            break
+        frames.append(frame)
+    lines = [
+        f"{translated.error_type}: {translated}",
+        f"  raised in a Spark Python worker; Spark reported it as {type(error).__name__}{spark_says}",
+        "  (catch it as the Paimon class inside paimon_spark.paimon_errors(); Spark's error is its __cause__)",
+    ]
+    if frames:
+        lines.append("Called from (most recent call last):")
+        lines.extend(line.rstrip("\n") for line in traceback.format_list(frames))
+    return "\n".join(lines) + "\n"
+
+
+def install_excepthook() -> None:
+    """Print uncaught Spark exceptions that carry a Paimon error message-first (:func:`uncaught_report`);
+    every other exception goes to the hook that was there. Once per process."""
+    previous = sys.excepthook
+    if getattr(previous, _HOOK_MARK, False):
+        return
+
+    def paimon_excepthook(kind: type[BaseException], error: BaseException, tb: TracebackType | None) -> None:
+        report = uncaught_report(error, tb)
+        if report is None:
+            previous(kind, error, tb)
+        else:
+            sys.stderr.write(report)
+
+    setattr(paimon_excepthook, _HOOK_MARK, True)
+    sys.excepthook = paimon_excepthook

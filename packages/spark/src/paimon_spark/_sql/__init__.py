@@ -35,6 +35,7 @@ from paimon_spark._sql._errors import ProcedureNotFoundError, SqlError
 from paimon_spark._sql._names import PaimonName, Resolver, SqlState, session_catalogs, state_of
 from paimon_spark._sql._query import paimon_references, run_query
 from paimon_spark._sql._show import describe, show, use
+from paimon_spark._sql._tables import install_table_calls
 from paimon_spark._sql._tokens import Cursor, tokenize, words
 from paimon_spark._sql._views import create_view, create_view_statement, forget_view, refresh_views
 
@@ -73,10 +74,12 @@ def spark_sql(spark: SparkSession) -> Callable[..., DataFrame]:
 
 
 def install_sql(spark: SparkSession) -> None:
-    """Make ``spark.sql`` run Paimon's statements as :func:`sql` does (once per session object).
+    """Make ``spark.sql`` run Paimon's statements as :func:`sql` does (once per session object), and Spark's
+    table calls (``spark.table``, ``insertInto``...) take Paimon names (``_tables``).
 
     A call with keyword arguments (``spark.sql("... {df}", df=df)``) goes to Spark's own method unchanged.
     """
+    install_table_calls(spark)
     if getattr(spark.sql, _MARK, False):
         return
     original = spark.sql
@@ -107,7 +110,7 @@ def sql(spark: SparkSession, text: str, args: Any = None) -> DataFrame:
 
     Catalogs are the session's ``spark.sql.catalog.<name>.warehouse`` settings (``paimon`` usually). Tables
     ``<catalog>.<db>.<table>`` (and ``db.t`` / ``t`` after ``USE <catalog>.<db>``), their system tables
-    ``<catalog>.<db>.`t$snapshots```, and the temporary views of :func:`paimon_spark.create_temp_view` take:
+    `` <catalog>.<db>.`t$snapshots` ``, and the temporary views of :func:`paimon_spark.create_temp_view` take:
     ``CREATE / DROP DATABASE``, ``CREATE TABLE [AS SELECT]``, ``ALTER TABLE``, ``DROP / TRUNCATE TABLE``,
     ``SHOW DATABASES / TABLES / PARTITIONS / TAGS / COLUMNS / CREATE TABLE``, ``DESCRIBE [EXTENDED]``,
     ``INSERT INTO / OVERWRITE [PARTITION]``, ``DELETE``, ``UPDATE``, ``MERGE INTO``, ``CALL [cat.]sys.<p>(...)``
