@@ -204,7 +204,26 @@ def java_interop(session: nox.Session) -> None:
         runs_spark=True,
     )
     # A later -m overrides the default "not ... java_interop" from the root pytest config.
-    session.run("pytest", "tests/java_interop", "-m", "java_interop", *session.posargs)
+    env = {"PAIMON_PG_JDBC_JAR": jar} if (jar := _postgres_jdbc_jar(session)) else {}
+    session.run("pytest", "tests/java_interop", "-m", "java_interop", *session.posargs, env=env)
+
+
+def _postgres_jdbc_jar(session: nox.Session) -> str | None:
+    """PostgreSQL's JDBC driver for Java's jdbc catalog (the Paimon jar has none): the newest one in the local
+    Maven repository, else Debian's ``libpostgresql-jdbc-java``, which a root session installs when missing.
+    None (the jdbc catalog test then fails naming the jar) where neither can be had."""
+    found = sorted(
+        glob.glob(os.path.expanduser("~/.m2/repository/org/postgresql/postgresql/*/postgresql-*.jar"))
+    )
+    if found:
+        return found[-1]
+    debian = "/usr/share/java/postgresql.jar"
+    if not os.path.isfile(debian) and os.geteuid() == 0 and shutil.which("apt-get"):
+        quiet = {"DEBIAN_FRONTEND": "noninteractive"}
+        session.run("apt-get", "update", "-qq", external=True, env=quiet, success_codes=[0, 100])
+        session.run("apt-get", "install", "-y", "-qq", "libpostgresql-jdbc-java", external=True, env=quiet,
+                    success_codes=[0, 100])  # fmt: skip
+    return debian if os.path.isfile(debian) else None
 
 
 PRIVATE_IMPORT_CHECK = "packages/testing/src/paimon_testing/layering.py"

@@ -473,8 +473,9 @@ POSTGRES_DRIVER_ENV = "PAIMON_PG_JDBC_JAR"
 
 
 def postgres_jdbc_driver() -> list[Path]:
-    """The PostgreSQL JDBC driver jar for Java's jdbc catalog (not in the Paimon jar): ``$PAIMON_PG_JDBC_JAR``,
-    else the newest one in the local Maven repository; none when neither exists (the jdbc catalog test then
+    """The PostgreSQL JDBC driver jar for Java's jdbc catalog (not in the Paimon jar): ``$PAIMON_PG_JDBC_JAR``
+    (the java_interop nox session sets it, installing Debian's driver when the machine has none), else the
+    newest one in the local Maven repository, else Debian's; none when none exists (the jdbc catalog test then
     fails saying so)."""
     given = os.environ.get(POSTGRES_DRIVER_ENV)
     if given:
@@ -482,7 +483,8 @@ def postgres_jdbc_driver() -> list[Path]:
     found = sorted(
         (Path.home() / ".m2" / "repository" / "org" / "postgresql" / "postgresql").glob("*/postgresql-*.jar")
     )
-    return found[-1:]
+    debian = Path("/usr/share/java/postgresql.jar")
+    return found[-1:] or ([debian] if debian.is_file() else [])
 
 
 @pytest.fixture(scope="session")
