@@ -5,6 +5,7 @@ and the snapshot before each partition drop."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -24,6 +25,11 @@ def _sorted(rows: pa.Table) -> list[tuple[Any, ...]]:
 
 
 @pytest.mark.parametrize("formatter", ["with_dashes", "without_dashes"])
+def _fixed(millis: int) -> Callable[[], int]:
+    """A clock standing at ``millis``."""
+    return lambda: millis
+
+
 def test_pypaimon_reads_our_auto_tags_and_expired_partitions(
     ours: Catalog, pypaimon: Any, formatter: str
 ) -> None:
@@ -39,7 +45,7 @@ def test_pypaimon_reads_our_auto_tags_and_expired_partitions(
     start = dt.datetime(2024, 3, 1, 9, tzinfo=dt.timezone.utc)
     for day in range(6):
         now = start + dt.timedelta(days=day)
-        with clock.use_clock(lambda now=now: int(now.timestamp() * 1000)):
+        with clock.use_clock(_fixed(int(now.timestamp() * 1000))):
             rows = {"id": [day * 10, day * 10 + 1], "dt": [now.strftime("%Y%m%d")] * 2}
             table.append(pa.table(rows, schema=SCHEMA))
     tags = TagManager(table.storage, table.path).tags()
