@@ -48,21 +48,6 @@ FILE_TABLE_SCHEMAS: dict[str, pa.Schema] = {
             pa.field("write_cols", pa.list_(pa.string())),
         ]
     ),
-    "file_key_ranges": pa.schema(
-        [
-            pa.field("partition", pa.string()),
-            pa.field("bucket", pa.int32(), nullable=False),
-            pa.field("file_path", pa.string(), nullable=False),
-            pa.field("file_format", pa.string(), nullable=False),
-            pa.field("schema_id", pa.int64(), nullable=False),
-            pa.field("level", pa.int32(), nullable=False),
-            pa.field("record_count", pa.int64(), nullable=False),
-            pa.field("file_size_in_bytes", pa.int64(), nullable=False),
-            pa.field("min_key", pa.string()),
-            pa.field("max_key", pa.string()),
-            pa.field("first_row_id", pa.int64()),
-        ]
-    ),
     "buckets": pa.schema(
         [
             pa.field("partition", pa.string()),
@@ -101,6 +86,15 @@ FILE_TABLE_SCHEMAS: dict[str, pa.Schema] = {
         ]
     ),
 }
+
+# Java's FileKeyRangesTable: the columns of $files that place a file and its key range
+_KEY_RANGE_COLUMNS = (
+    "partition", "bucket", "file_path", "file_format", "schema_id", "level", "record_count",
+    "file_size_in_bytes", "min_key", "max_key", "first_row_id",
+)  # fmt: skip
+FILE_TABLE_SCHEMAS["file_key_ranges"] = pa.schema(
+    [FILE_TABLE_SCHEMAS["files"].field(name) for name in _KEY_RANGE_COLUMNS]
+)
 
 
 class _KeyText:
@@ -162,22 +156,8 @@ def _files(table: TableStore) -> Iterator[dict[str, Any]]:
 
 
 def _file_key_ranges(table: TableStore) -> Iterator[dict[str, Any]]:
-    keys = _KeyText(table)
-    for entry in TableScan(table).files():
-        file = entry.file
-        yield {
-            "partition": partition_text(table, entry.partition),
-            "bucket": entry.bucket,
-            "file_path": _file_path(table, entry),
-            "file_format": file.file_name.rsplit(".", 1)[-1],
-            "schema_id": file.schema_id,
-            "level": file.level,
-            "record_count": file.row_count,
-            "file_size_in_bytes": file.file_size,
-            "min_key": keys.text(file.schema_id, file.min_key),
-            "max_key": keys.text(file.schema_id, file.max_key),
-            "first_row_id": file.first_row_id,
-        }
+    for row in _files(table):
+        yield {name: row[name] for name in _KEY_RANGE_COLUMNS}
 
 
 def _buckets(table: TableStore) -> Iterator[dict[str, Any]]:
