@@ -27,15 +27,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import random
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from paimon_core import options as opts
-from paimon_core.errors import LockAcquireTimeoutError, LockUnavailableError
+from paimon_core.errors import LockUnavailableError
 from paimon_core.redaction import Redactor, get_logger
-from paimon_core.storage import LockSpec, hookimpl
+from paimon_core.storage import LockSpec, hookimpl, poll_for_lock
 from paimon_storage._options import install_hint, require
 
 __all__ = ["SPEC", "TABLE", "JdbcCommitLock", "paimon_commit_locks"]
@@ -60,7 +58,6 @@ WHERE held.acquired_at + held.expire_time_seconds * INTERVAL '1 second' < EXCLUD
 RETURNING acquired_at
 """
 _RELEASE = f"DELETE FROM {TABLE} WHERE lock_id = %(key)s AND acquired_at = %(token)s"
-_MIN_SLEEP_S = 0.01
 
 
 def _conninfo(uri: str | None) -> str:
@@ -140,24 +137,13 @@ class JdbcCommitLock:
         """
         lock_id = self.lock_id(key)
         self._ensure_table(conn)
-        deadline = time.monotonic() + self.acquire_timeout_ms / 1000
-        sleep_s = _MIN_SLEEP_S
-        attempts = 0
-        while True:
-            attempts += 1
-            token = self._try_acquire(conn, lock_id)
-            if token is not None:
-                logger.debug("jdbc commit lock %s acquired after %s attempts", lock_id, attempts)
-                return token
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise LockAcquireTimeoutError(
-                    f"commit lock {lock_id!r} in {self._where} still held after {self.acquire_timeout_ms} ms "
-                    f"({attempts} attempts; lock-acquire-timeout)",
-                    key,
-                )
-            time.sleep(min(remaining, sleep_s * random.uniform(0.5, 1.0)))
-            sleep_s = min(sleep_s * 2, self.check_max_sleep_ms / 1000)
+        return poll_for_lock(
+            lambda: self._try_acquire(conn, lock_id),
+            key=key,
+            timeout_ms=self.acquire_timeout_ms,
+            max_sleep_ms=self.check_max_sleep_ms,
+            held=f"commit lock {lock_id!r} in {self._where}",
+        )
 
     def release(self, conn: Any, key: str, token: Any) -> None:
         """Release the lock for ``key`` if ``token`` still holds it."""

@@ -15,8 +15,6 @@ our ``acquired_at``.
 from __future__ import annotations
 
 import hashlib
-import random
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -26,11 +24,10 @@ from paimon_core.catalog._sql import Database, UniqueViolation, connect_database
 from paimon_core.errors import (
     CatalogUnavailableError,
     ConfigError,
-    LockAcquireTimeoutError,
     LockUnavailableError,
 )
 from paimon_core.redaction import get_logger
-from paimon_core.storage import LockSpec, hookimpl, parent_path, path_name
+from paimon_core.storage import LockSpec, hookimpl, parent_path, path_name, poll_for_lock
 
 __all__ = ["SPEC", "JdbcCatalogLock", "paimon_commit_locks"]
 
@@ -46,7 +43,6 @@ _INSERT = (
     "INSERT INTO paimon_distributed_locks (lock_id, expire_time_seconds) VALUES (?, ?) RETURNING acquired_at"
 )
 _RELEASE = "DELETE FROM paimon_distributed_locks WHERE lock_id = ? AND acquired_at = ?"
-_MIN_SLEEP_S = 0.01
 
 
 class JdbcCatalogLock:
@@ -104,24 +100,13 @@ class JdbcCatalogLock:
         return rows[0][0]
 
     def _acquire(self, key: str, lock_id: str) -> Any:
-        deadline = time.monotonic() + self.acquire_timeout_ms / 1000
-        sleep_s = _MIN_SLEEP_S
-        attempts = 0
-        while True:
-            attempts += 1
-            token = self._try_acquire(lock_id)
-            if token is not None:
-                logger.debug("jdbc catalog lock %s acquired after %s attempts", lock_id, attempts)
-                return token
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise LockAcquireTimeoutError(
-                    f"commit lock {lock_id!r} in {self.database.shown} still held after "
-                    f"{self.acquire_timeout_ms} ms ({attempts} attempts; lock-acquire-timeout)",
-                    key,
-                )
-            time.sleep(min(remaining, sleep_s * random.uniform(0.5, 1.0)))
-            sleep_s = min(sleep_s * 2, self.check_max_sleep_ms / 1000)
+        return poll_for_lock(
+            lambda: self._try_acquire(lock_id),
+            key=key,
+            timeout_ms=self.acquire_timeout_ms,
+            max_sleep_ms=self.check_max_sleep_ms,
+            held=f"jdbc catalog lock {lock_id!r} in {self.database.shown}",
+        )
 
     def run_with_lock(self, key: str, action: Callable[[], T]) -> T:
         """Run ``action`` holding the lock of the table at ``key`` (its path).

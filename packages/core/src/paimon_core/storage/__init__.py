@@ -35,6 +35,7 @@ from paimon_core.storage._lock import (
     create_lock_plugin_manager,
     default_lock_registry,
     open_commit_lock,
+    poll_for_lock,
     set_default_lock_registry,
 )
 from paimon_core.storage._memory import MemoryBackend, clear_memory_store
@@ -108,6 +109,7 @@ __all__ = [
     "open_commit_lock",
     "parent_path",
     "path_name",
+    "poll_for_lock",
     "set_default_lock_registry",
     "set_default_registry",
     "shown_path",

@@ -25,7 +25,9 @@ failure raised before ``action`` started as one).
 from __future__ import annotations
 
 import importlib.metadata
+import random
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
@@ -33,7 +35,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 import pluggy
 
 from paimon_core import options as opts
-from paimon_core.errors import ConfigError, StorageError
+from paimon_core.errors import ConfigError, LockAcquireTimeoutError, StorageError
 from paimon_core.redaction import get_logger
 from paimon_core.storage._registry import blocklist_from_env
 from paimon_core.storage._spec import PROJECT_NAME, hookspec
@@ -213,3 +215,33 @@ def open_commit_lock(options: Mapping[str, str]) -> CommitLock:
         StorageBackendUnavailable: the lock's driver is not installed.
     """
     return default_lock_registry().create(options)
+
+
+_T = TypeVar("_T")
+
+
+def poll_for_lock(
+    try_once: Callable[[], _T | None], *, key: str, timeout_ms: int, max_sleep_ms: int, held: str
+) -> _T:
+    """Call ``try_once`` until it returns a token, sleeping with jittered exponential backoff (10 ms up to
+    ``max_sleep_ms``), for at most ``timeout_ms`` (``lock-acquire-timeout``, ``lock-check-max-sleep``).
+
+    Raises:
+        LockAcquireTimeoutError: no token in time; ``held`` names the lock in the message.
+    """
+    deadline = time.monotonic() + timeout_ms / 1000
+    sleep_s = 0.01
+    attempts = 0
+    while True:
+        attempts += 1
+        token = try_once()
+        if token is not None:
+            logger.debug("%s acquired after %s attempts", held, attempts)
+            return token
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise LockAcquireTimeoutError(
+                f"{held} still held after {timeout_ms} ms ({attempts} attempts; lock-acquire-timeout)", key
+            )
+        time.sleep(min(remaining, sleep_s * random.uniform(0.5, 1.0)))
+        sleep_s = min(sleep_s * 2, max_sleep_ms / 1000)
