@@ -1,8 +1,9 @@
 """Table maintenance, as Paimon's procedures: tags, branches, rollback, snapshot expiration, orphan file
-removal, consumers, automatic tags and partition expiration."""
+removal, manifest compaction, consumers, automatic tags and partition expiration."""
 
 from paimon_core.maintenance._auto_tags import create_auto_tags, create_batch_tag, expire_tags, replace_tag
 from paimon_core.maintenance._branches import create_branch, delete_branch, fast_forward, list_branches
+from paimon_core.maintenance._compact_manifest import compact_manifest
 from paimon_core.maintenance._consumers import clear_consumers, expire_consumers
 from paimon_core.maintenance._expire import expire_snapshots, might_expire
 from paimon_core.maintenance._lifecycle import maintain_after_commit
@@ -20,6 +21,7 @@ from paimon_core.maintenance._tags import (
 __all__ = [
     "OrphanCleanResult",
     "clear_consumers",
+    "compact_manifest",
     "create_auto_tags",
     "create_batch_tag",
     "create_branch",
