@@ -1,5 +1,5 @@
-"""``compact_manifest`` from every door (``paimon_core.maintenance``, ``paimon-py``, ``CALL sys.*`` and the
-``paimon_compact_manifest`` table function), and the Paimon procedures that do not run here, each refused
+"""``compact_manifest`` and ``purge_files`` from every door (``paimon_core.maintenance``, ``paimon-py``, ``CALL sys.*`` and the
+``paimon_<procedure>`` table functions), and the Paimon procedures that do not run here, each refused
 with its reason."""
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def test_manifest_sort_arguments_are_refused(spark: Any, warehouse: str) -> None
         ("create_function", "REST catalog"),
         ("alter_view_dialect", "stores views"),
         ("reassign_row_id", "row-tracking.enabled"),
-        ("purge_files", "not implemented here yet"),
+        ("rewrite_file_index", "not implemented here yet"),
     ],
 )
 def test_paimon_procedures_that_do_not_run_here_say_why(
@@ -119,3 +119,25 @@ def test_paimon_procedures_that_do_not_run_here_say_why(
     assert info.value.name == name
     with _session(spark, warehouse) as sql, pytest.raises(ProcedureNotFoundError, match="no procedure"):
         sql("CALL sys.no_such_procedure(table => 'db.t')").collect()
+
+
+@pytest.mark.parametrize("door", ["cli", "call", "udtf"])
+def test_each_door_purges_the_table(spark: Any, warehouse: str, door: str) -> None:
+    table = _table(Catalog.open(warehouse))
+    maintenance.create_tag(table, "v1", snapshot_id=2)
+    if door == "cli":
+        assert main(["purge-files", table.path]) == 0
+    elif door == "call":
+        with _session(spark, warehouse) as sql:
+            assert [tuple(r) for r in sql("CALL sys.purge_files(table => 'db.t')").collect()] == [
+                ("Success",)
+            ]
+    else:
+        paimon_spark.register_procedures(spark, warehouse=warehouse)
+        rows = spark.sql("SELECT * FROM paimon_purge_files(table => 'db.t')").collect()
+        assert [tuple(r) for r in rows] == [("Success",)]
+    table = Catalog.open(warehouse).get_table("db.t")
+    assert table.to_arrow().num_rows == 0
+    assert [s.id for s in table.snapshots()] == [5]
+    assert table.latest_snapshot().commit_kind == CommitKind.OVERWRITE  # type: ignore[union-attr]
+    assert Catalog.open(warehouse).get_table("db.t$tags").to_arrow().num_rows == 0

@@ -36,6 +36,7 @@ from paimon_spark._commands import merge_into
 from paimon_spark._procedures import compact, compact_database
 from paimon_spark._sql._call_compact_manifest import COMPACT_MANIFEST
 from paimon_spark._sql._call_lifecycle import LIFECYCLE_PROCEDURES
+from paimon_spark._sql._call_purge import PURGE_FILES
 from paimon_spark._sql._call_spec import Call, Param, Procedure
 from paimon_spark._sql._call_unsupported import UNSUPPORTED_PROCEDURES
 from paimon_spark._sql._context import Context
@@ -357,7 +358,7 @@ PROCEDURES: dict[str, Procedure] = {
         ),
     )
 }
-PROCEDURES.update({p.name: p for p in (*LIFECYCLE_PROCEDURES, COMPACT_MANIFEST)})
+PROCEDURES.update({p.name: p for p in (*LIFECYCLE_PROCEDURES, COMPACT_MANIFEST, PURGE_FILES)})
 
 
 _KINDS = {int: "a number", bool: "a boolean", str: "a string"}

@@ -28,7 +28,6 @@ UNSUPPORTED_PROCEDURES: dict[str, str] = {
     "drop_global_index": _ROW_TRACKING,
     "reassign_row_id": _ROW_TRACKING,
     "compact_chain_table": "chain tables (chain-table.enabled) are not supported by this implementation",
-    "purge_files": _NOT_YET,
     "rewrite_file_index": _NOT_YET,
     "rollback_to_watermark": _NOT_YET,
     "rename_branch": _NOT_YET,
