@@ -100,3 +100,26 @@ def test_java_reads_and_merges_our_merged_manifests(ours: Catalog, java: Any) ->
     for step in range(75, 100):
         ours.get_table(IDENTIFIER).append(_rows(step))
     _assert_same_reads(ours, java, "after our commits on Java's manifests")
+
+
+def test_java_reads_and_writes_on_after_compact_manifest(ours: Catalog, java: Any) -> None:
+    """``compact_manifest`` leaves a COMPACT snapshot whose base list is our merged manifests and whose delta
+    list is empty: Java reads it as before, and writes on it."""
+    from paimon_core.maintenance import compact_manifest
+
+    table = ours.create_table(
+        IDENTIFIER,
+        ARROW_SCHEMA,
+        partition_keys=["dt"],
+        primary_keys=["dt", "id"],
+        options={"bucket": "2", "manifest.merge-min-count": "1000"},
+    )
+    for step in range(12):
+        table.append(_rows(step))
+    compact_table(ours.get_table(IDENTIFIER), parallelism=1, progress=False)  # DELETE entries to cancel
+    _assert_same_reads(ours, java, "before compact_manifest")
+    assert compact_manifest(ours.get_table(IDENTIFIER)) is not None
+    _assert_same_reads(ours, java, "after compact_manifest")
+    for step in range(12, 16):
+        java.write(NAME, [(r["dt"], r["id"], r["name"], r["price"]) for r in _rows(step).to_pylist()])
+    _assert_same_reads(ours, java, "after Java's commits on the merged manifests")

@@ -10,13 +10,13 @@ After each failure, with plain storage:
   (from EARLIEST on) and every tag reads what it read before;
 - new commits land and are read back (no acknowledged commit is lost);
 - running the operation again completes, and leaves the state after it (with the new commits, unless the
-  operation is a rollback, which removes them on purpose);
+  operation is a rollback or a purge, which remove them on purpose);
 - orphan removal then deletes nothing that a retained snapshot or a tag reads.
 
 Operations: snapshot expiration, rollback to a snapshot, to a tag and to a tag whose snapshot expired, tag
 deletion (of the last tag of an expired snapshot), orphan file removal, a partition drop (an empty
-overwrite of one partition, as ``ALTER TABLE ... DROP PARTITION`` commits), partition expiration and tag
-expiration. Paimon's changelog lifecycle
+overwrite of one partition, as ``ALTER TABLE ... DROP PARTITION`` commits), partition expiration, tag
+expiration, manifest compaction and purging a table. Paimon's changelog lifecycle
 decoupling (``changelog.num-retained.*``) does not exist here: changelog files expire with their
 snapshots, which the primary-key table (``changelog-producer=input``) covers.
 """
@@ -40,11 +40,13 @@ from paimon_core import Catalog, clock
 from paimon_core.compact import compact_table
 from paimon_core.errors import CommitConflictError, PaimonError, SnapshotExpiredError
 from paimon_core.maintenance import (
+    compact_manifest,
     create_tag,
     delete_tag,
     expire_partitions,
     expire_snapshots,
     expire_tags,
+    purge_files,
     remove_orphan_files,
     rollback_to,
 )
@@ -195,6 +197,8 @@ OPERATIONS = [
     Operation("drop-partition", _drop_partition_b, keeps=lambda row: row[0] != "b"),
     Operation("expire-partitions", _expire_partition_a, keeps=lambda row: row[0] != "a"),
     Operation("expire-tags", lambda t: expire_tags(t, older_than=FAR_FUTURE), _expire),
+    Operation("compact-manifest", compact_manifest),
+    Operation("purge-files", purge_files, keeps=lambda row: False),  # running again purges the new rows too
 ]
 
 

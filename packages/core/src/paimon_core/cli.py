@@ -19,6 +19,8 @@ import pyarrow.csv as pa_csv
 
 from paimon_core._cli_branch import add_branch_commands, run_branch_command
 from paimon_core._cli_lifecycle import LIFECYCLE_COMMANDS, add_lifecycle_commands, run_lifecycle_command
+from paimon_core._cli_manifest import MANIFEST_COMMANDS, add_manifest_commands, run_manifest_command
+from paimon_core._cli_purge import PURGE_COMMANDS, add_purge_commands, run_purge_command
 from paimon_core._cli_write import add_write_command, write_files
 from paimon_core._open_table import open_table
 from paimon_core._version import __version__
@@ -353,6 +355,8 @@ def _add_maintenance_commands(commands: Any) -> None:
     clear.add_argument("--including", default=None, help="ids to delete (default: all)")
     clear.add_argument("--excluding", default=None, help="ids to keep among them")
     add_lifecycle_commands(table_command)
+    add_manifest_commands(table_command)
+    add_purge_commands(table_command)
     add_branch_commands(commands, table_command)
 
 
@@ -363,6 +367,12 @@ def _run_maintenance(args: argparse.Namespace) -> bool:
     command = args.command
     if command in LIFECYCLE_COMMANDS:
         run_lifecycle_command(args, _target(args))
+        return True
+    if command in MANIFEST_COMMANDS:
+        run_manifest_command(args, _target(args))
+        return True
+    if command in PURGE_COMMANDS:
+        run_purge_command(args, _target(args))
         return True
     if command not in ("create-tag", "create-tag-from-timestamp", "rename-tag", "delete-tag", "rollback",
                        "expire-snapshots", "remove-orphan-files", "reset-consumer", "clear-consumers"):  # fmt: skip

@@ -45,6 +45,7 @@ from paimon_spark._session import register_data_source
 from paimon_spark._source import PaimonDataSource
 from paimon_spark._sql import (
     ProcedureNotFoundError,
+    ProcedureUnsupportedError,
     SqlError,
     create_view,
     install_sql,
@@ -62,6 +63,7 @@ __all__ = [
     "MergeSummary",
     "PaimonDataSource",
     "ProcedureNotFoundError",
+    "ProcedureUnsupportedError",
     "RemotePaimonError",
     "SourceConfig",
     "SparkRunner",

@@ -20,6 +20,8 @@ from paimon_spark._procedures._compact_procedures import (
 )
 from paimon_spark._procedures._lifecycle import LIFECYCLE_PROCEDURES
 from paimon_spark._procedures._maintenance import MAINTENANCE_PROCEDURES
+from paimon_spark._procedures._manifest import MANIFEST_PROCEDURES
+from paimon_spark._procedures._purge import PURGE_PROCEDURES
 from paimon_spark._procedures._udtf import session_catalog_conf
 
 __all__ = ["register_procedures"]
@@ -47,6 +49,8 @@ def register_procedures(
         COMPACT_DATABASE_PROCEDURE: (CompactDatabaseProcedure, RESULT_SCHEMA),
         **MAINTENANCE_PROCEDURES,
         **LIFECYCLE_PROCEDURES,
+        **MANIFEST_PROCEDURES,
+        **PURGE_PROCEDURES,
         **BRANCH_PROCEDURES,
     }
     for name, (base, schema) in procedures.items():

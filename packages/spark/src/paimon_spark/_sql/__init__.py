@@ -31,7 +31,7 @@ from paimon_spark._sql._ddl import (
     truncate,
 )
 from paimon_spark._sql._dml import delete, insert, merge, update_rows
-from paimon_spark._sql._errors import ProcedureNotFoundError, SqlError
+from paimon_spark._sql._errors import ProcedureNotFoundError, ProcedureUnsupportedError, SqlError
 from paimon_spark._sql._names import PaimonName, Resolver, SqlState, session_catalogs, state_of
 from paimon_spark._sql._query import paimon_references, run_query
 from paimon_spark._sql._show import describe, show, use
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PROCEDURES",
     "ProcedureNotFoundError",
+    "ProcedureUnsupportedError",
     "SqlError",
     "create_view",
     "install_sql",
@@ -122,6 +123,7 @@ def sql(spark: SparkSession, text: str, args: Any = None) -> DataFrame:
     Raises:
         SqlError: a malformed Paimon statement, or arguments that do not fit it.
         ProcedureNotFoundError: ``CALL`` of a procedure there is not.
+        ProcedureUnsupportedError: ``CALL`` of a Paimon procedure that does not run here (it says why).
         TableNotFoundError, DatabaseNotFoundError, ConfigError, SchemaError: as the catalog raises them.
     """
     run_sql = spark_sql(spark)

@@ -34,10 +34,13 @@ from paimon_core.maintenance import (
 )
 from paimon_spark._commands import merge_into
 from paimon_spark._procedures import compact, compact_database
+from paimon_spark._sql._call_compact_manifest import COMPACT_MANIFEST
 from paimon_spark._sql._call_lifecycle import LIFECYCLE_PROCEDURES
+from paimon_spark._sql._call_purge import PURGE_FILES
 from paimon_spark._sql._call_spec import Call, Param, Procedure
+from paimon_spark._sql._call_unsupported import UNSUPPORTED_PROCEDURES
 from paimon_spark._sql._context import Context
-from paimon_spark._sql._errors import ProcedureNotFoundError
+from paimon_spark._sql._errors import ProcedureNotFoundError, ProcedureUnsupportedError
 from paimon_spark._sql._query import evaluate
 from paimon_spark._sql._views import refresh_views
 
@@ -355,7 +358,7 @@ PROCEDURES: dict[str, Procedure] = {
         ),
     )
 }
-PROCEDURES.update({p.name: p for p in LIFECYCLE_PROCEDURES})
+PROCEDURES.update({p.name: p for p in (*LIFECYCLE_PROCEDURES, COMPACT_MANIFEST, PURGE_FILES)})
 
 
 _KINDS = {int: "a number", bool: "a boolean", str: "a string"}
@@ -443,6 +446,7 @@ def call(ctx: Context, rest: str) -> DataFrame:
 
     Raises:
         ProcedureNotFoundError: no such procedure (the names and the close one are in the message).
+        ProcedureUnsupportedError: one of Paimon's procedures that does not run here (the message says why).
         SqlError: a malformed call, an unknown or missing argument, a value of the wrong type.
     """
     parts, function = _function(ctx, rest)
@@ -460,6 +464,8 @@ def call(ctx: Context, rest: str) -> DataFrame:
             )
     name = parts[-1].lower()
     procedure = PROCEDURES.get(name)
+    if procedure is None and name in UNSUPPORTED_PROCEDURES:
+        raise ProcedureUnsupportedError(name, UNSUPPORTED_PROCEDURES[name])
     if procedure is None:
         raise ProcedureNotFoundError(name, list(PROCEDURES))
     args = _arguments(ctx, procedure, function.expressions)

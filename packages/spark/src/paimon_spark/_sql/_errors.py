@@ -6,7 +6,7 @@ import difflib
 
 from paimon_core.errors import PaimonError
 
-__all__ = ["ProcedureNotFoundError", "SqlError"]
+__all__ = ["ProcedureNotFoundError", "ProcedureUnsupportedError", "SqlError"]
 
 
 class SqlError(PaimonError, ValueError):
@@ -31,3 +31,13 @@ class ProcedureNotFoundError(SqlError, LookupError):
         super().__init__(f"no procedure sys.{name}{hint}; the procedures are {', '.join(sorted(known))}")
         self.name = name
         self.known = known
+
+
+class ProcedureUnsupportedError(SqlError, NotImplementedError):
+    """``CALL`` names one of Paimon's procedures that does not run here; ``reason`` says why (it needs a Hive
+    metastore, a REST catalog, a table feature not supported here, or is not implemented yet)."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"sys.{name} is one of Paimon's procedures, but it does not run here: {reason}")
+        self.name = name
+        self.reason = reason

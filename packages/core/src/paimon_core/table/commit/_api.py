@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from paimon_core import options as opts
 from paimon_core.errors import CommitConflictError, CommitRetriesExhaustedError, LockAcquisitionError
-from paimon_core.manifest import FileKind, ManifestEntry
+from paimon_core.manifest import FileKind, ManifestEntry, merge_manifests, read_manifest_list
 from paimon_core.redaction import get_logger
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind
 from paimon_core.table._history import OwnCommits
@@ -31,9 +31,10 @@ from paimon_core.table.commit._changes import (
 )
 from paimon_core.table.commit._publish import Publisher, open_lock
 from paimon_core.table.commit._replay import ReplayCheck
-from paimon_core.table.commit._snapshot_builder import SnapshotBuilder
+from paimon_core.table.commit._snapshot_builder import SnapshotBuilder, delete_files, full_merge_context
 
 if TYPE_CHECKING:
+    from paimon_core.snapshot import Snapshot
     from paimon_core.table._store import TableStore
 
 logger = get_logger(__name__)
@@ -225,6 +226,30 @@ class TableCommit:
             self._new_call(), CommitKind.OVERWRITE, lambda _latest: changes, commit_identifier
         )
 
+    def compact_manifests(self) -> list[int]:
+        """Rewrite the latest snapshot's data manifests into merged ones, as Java's ``compactManifest``: one
+        COMPACT snapshot with the same live files, its base list the merged manifests and an empty delta.
+
+        Every manifest is merged, whatever ``manifest.merge-min-count`` and
+        ``manifest.full-compaction-threshold-size`` say; DELETE entries cancel their ADDs. The old manifests
+        stay until snapshot expiration removes them. Nothing is committed when the table is empty or the
+        merge would change nothing (a single manifest, as Java's).
+
+        Returns:
+            The id of the snapshot created, or [] when nothing was due.
+
+        Raises:
+            CommitRetriesExhaustedError, CommitStateUnknownError: as for :meth:`commit`.
+        """
+        table = self.table
+        latest = table.snapshot_manager.latest()
+        if latest is None or not _manifests_to_merge(table, latest):
+            return []
+        changes = Changes(CommitKind.COMPACT, [], check_conflicts=False, full_manifest_merge=True)
+        return self._loop.run(
+            self._new_call(), CommitKind.COMPACT, lambda _latest: changes, BATCH_COMMIT_IDENTIFIER
+        )
+
     def _commit_compaction(
         self,
         call: CommitCall,
@@ -281,3 +306,21 @@ class TableCommit:
                 self.table.identifier,
                 exc_info=True,
             )
+
+
+def _manifests_to_merge(table: TableStore, latest: Snapshot) -> bool:
+    """Whether a full merge of ``latest``'s data manifests changes them (Java commits nothing otherwise;
+    nor for a single manifest, which its full compaction leaves as it is).
+
+    The trial merge's new manifests are deleted: the commit's own attempt writes its own, on whatever
+    snapshot is latest by then.
+    """
+    ctx = full_merge_context(table.manifest_context)
+    before = read_manifest_list(table.storage, ctx.path(latest.base_manifest_list))
+    before += read_manifest_list(table.storage, ctx.path(latest.delta_manifest_list))
+    if len(before) <= 1:
+        return False
+    after = merge_manifests(ctx, before)
+    known = {m.file_name for m in before}
+    delete_files(table, [ctx.path(m.file_name) for m in after if m.file_name not in known])
+    return {m.file_name for m in after} != known

@@ -39,6 +39,7 @@ class Changes:
     index_scope: OverwriteScope | None = None  # an overwrite drops the index files of these partitions
     changelog: tuple[ManifestEntry, ...] = ()  # changelog files, listed in the snapshot's changelog list
     restored_from: tuple[RestoredFrom, ...] = ()  # the snapshots primary-key writers continued from
+    full_manifest_merge: bool = False  # compact_manifest: merge every base manifest, whatever its size
 
 
 def restored_from(messages: Sequence[CommitMessage]) -> tuple[RestoredFrom, ...]:

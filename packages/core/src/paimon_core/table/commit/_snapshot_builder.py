@@ -8,6 +8,7 @@ attempt wrote is kept in :class:`WrittenFiles`, for the attempt loop to delete o
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ from paimon_core.manifest import (
     FileIdentifier,
     FileKind,
     IndexManifestEntry,
+    ManifestContext,
     ManifestEntry,
     ManifestFileMeta,
     ManifestNamer,
@@ -122,7 +124,7 @@ class SnapshotBuilder:
         """
         ctx, storage = self.table.manifest_context, self.table.storage
         written.attempt = []
-        base_list, base_size = self._write_base_list(latest, written)
+        base_list, base_size = self._write_base_list(latest, written, changes.full_manifest_merge)
         lists = self._delta(changes, written)
         changelog = lists.changelog
         index_manifest = latest.index_manifest if latest else None
@@ -158,10 +160,15 @@ class SnapshotBuilder:
             properties={PROGRESS_PROPERTY: self._progress(latest, identifier).to_property()},
         )
 
-    def _write_base_list(self, latest: Snapshot | None, written: WrittenFiles) -> tuple[str, int]:
-        """The base manifest list: the state of ``latest``, its manifests merged. Returns its name and size."""
+    def _write_base_list(
+        self, latest: Snapshot | None, written: WrittenFiles, full: bool = False
+    ) -> tuple[str, int]:
+        """The base manifest list: the state of ``latest``, its manifests merged (all of them when ``full``).
+        Returns its name and size."""
         table = self.table
         ctx, storage = table.manifest_context, table.storage
+        if full:
+            ctx = full_merge_context(ctx)
         base_metas: list[ManifestFileMeta] = []
         if latest is not None:
             try:
@@ -210,6 +217,12 @@ class SnapshotBuilder:
         name = self._new_name("manifest-list")
         size = write_manifest_list(self.table.storage, ctx.path(name), metas, ctx.codec, ctx.level)
         return ManifestList(name, size, metas)
+
+
+def full_merge_context(ctx: ManifestContext) -> ManifestContext:
+    """``ctx`` with the thresholds that make a merge rewrite every manifest (as Java's compact_manifest
+    forces ``manifest.merge-min-count`` 1 and ``manifest.full-compaction-threshold-size`` 1 byte)."""
+    return dataclasses.replace(ctx, merge_min_count=1, full_compaction_threshold=1)
 
 
 def _max_watermark(previous: int | None, new: int | None) -> int | None:
