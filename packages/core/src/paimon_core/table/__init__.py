@@ -4,6 +4,7 @@
 that composes the operations; :class:`CommitPipeline` is the one way from written messages to snapshots.
 """
 
+from paimon_core.table._binlog import BinlogTable, data_view
 from paimon_core.table._compacted_changelog import (
     CompactedChangelogNames,
     changelog_slice,
@@ -42,7 +43,7 @@ from paimon_core.table._stream import (
 from paimon_core.table._system import DATA_VIEWS, SYSTEM_TABLES, SystemTable, split_system_name
 from paimon_core.table._table import Table, open_table
 from paimon_core.table._time_travel import TimeTravel
-from paimon_core.table._views import AuditLogTable, DataView, ReadOptimizedTable, data_view
+from paimon_core.table._views import AuditLogTable, DataView, ReadOptimizedTable
 from paimon_core.table._write import DataFileWriter, DictionaryChoice, TableWrite
 from paimon_core.table.commit import TableCommit
 from paimon_core.table.mergetree import (
@@ -60,6 +61,7 @@ __all__ = [
     "SYSTEM_TABLES",
     "AuditLogTable",
     "BatchScanStart",
+    "BinlogTable",
     "CommitMessage",
     "CommitPipeline",
     "CompactedChangelogNames",

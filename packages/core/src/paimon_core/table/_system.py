@@ -131,8 +131,8 @@ _SCHEMAS: dict[str, pa.Schema] = {
 }
 _SCHEMAS.update(FILE_TABLE_SCHEMAS)
 SYSTEM_TABLES = tuple(_SCHEMAS)
-"""The system tables of a table's metadata (``$audit_log`` and ``$ro`` read its data: ``_views.py``)."""
-DATA_VIEWS = ("audit_log", "ro")
+"""The system tables of a table's metadata (``$audit_log``, ``$binlog`` and ``$ro`` read its data: ``_views.py``)."""
+DATA_VIEWS = ("audit_log", "binlog", "ro")
 """The system tables that read a table's data."""
 
 

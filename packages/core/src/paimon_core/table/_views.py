@@ -27,7 +27,7 @@ from paimon_core.table.mergetree._reader import KeyValueTableRead
 if TYPE_CHECKING:
     from paimon_core.table._store import TableStore
 
-__all__ = ["AuditLogTable", "DataView", "ReadOptimizedTable", "data_view"]
+__all__ = ["AuditLogTable", "DataView", "ReadOptimizedTable"]
 
 
 class DataView(Readable):
@@ -163,8 +163,3 @@ def _one_file_per_split(splits: list[DataSplit]) -> list[DataSplit]:
 def _value_columns(columns: Sequence[str] | None) -> list[str] | None:
     """The table columns among ``columns`` (the read puts ``rowkind`` in front by itself)."""
     return None if columns is None else [c for c in columns if c != ROW_KIND_FIELD.name]
-
-
-def data_view(data: TableStore, name: str) -> DataView:
-    """The data-reading system table ``name`` (``audit_log`` or ``ro``) of ``data``."""
-    return AuditLogTable(data) if name == AuditLogTable.name else ReadOptimizedTable(data)
