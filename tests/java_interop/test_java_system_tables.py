@@ -6,6 +6,7 @@ we) print ``{v}`` and the file's path."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pyarrow as pa
@@ -110,3 +111,51 @@ def test_an_append_table_s_files_have_no_keys(java: Any, warehouse: str) -> None
     ours = _ours(catalog, "files", FILE_COLUMNS)
     assert [row[6:8] for row in ours] == [(None, None)] * 2
     assert ours == _java(java, "files", FILE_COLUMNS)
+
+
+def _java_statistics(java: Any, name: str, columns: dict[str, dict[str, Any]]) -> None:
+    """Commit statistics to Java's table as its ``ANALYZE`` does (a statistics file, then an ANALYZE
+    snapshot naming it)."""
+    table = java.table(name)
+    snapshot = table.snapshotManager().latestSnapshot()
+    stats = {
+        "snapshotId": snapshot.id(),
+        "schemaId": snapshot.schemaId(),
+        "mergedRecordCount": 61,
+        "mergedRecordSize": 4096,
+        "colStats": columns,
+    }
+    statistics = java.paimon.stats.Statistics.fromJson(json.dumps(stats))
+    commit = table.store().newCommit("analyze")
+    try:
+        commit.commitStatistics(statistics, 1)
+    finally:
+        commit.close()
+
+
+STATISTICS_COLUMNS = ("snapshot_id", "schema_id", "mergedRecordCount", "mergedRecordSize", "colstat")
+
+
+def test_statistics_show_what_java_shows(java: Any, both_wrote: Catalog) -> None:
+    assert _ours(both_wrote, "statistics", STATISTICS_COLUMNS) == []  # no ANALYZE yet: no rows
+    assert _java(java, "statistics", STATISTICS_COLUMNS) == []
+    _java_statistics(
+        java,
+        "t",
+        {
+            "id": {"colId": 1, "distinctCount": 90, "min": "0", "max": "89", "nullCount": 0},
+            "name": {"colId": 2, "distinctCount": 50, "nullCount": 20, "avgLen": 3, "maxLen": 3},
+        },
+    )
+    ours = _ours(both_wrote, "statistics", STATISTICS_COLUMNS)
+    assert len(ours) == 1 and ours[0][2:4] == (61, 4096)
+    assert ours == _java(java, "statistics", STATISTICS_COLUMNS)
+    # a later commit of ours keeps the statistics (same schema), as Java's commits do
+    both_wrote.get_table("db.t").append(
+        pa.table({"dt": ["2024-01-03"], "id": [1], "name": ["z"], "price": [1.0]}, schema=ARROW_SCHEMA)
+    )
+    assert (
+        _ours(both_wrote, "statistics", STATISTICS_COLUMNS)
+        == ours
+        == _java(java, "statistics", STATISTICS_COLUMNS)
+    )

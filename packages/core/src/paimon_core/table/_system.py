@@ -22,6 +22,7 @@ from paimon_core.manifest import read_manifest_list
 from paimon_core.predicate import FilterLike, parse_filter
 from paimon_core.redaction import redacted_options
 from paimon_core.schema import TableSchema
+from paimon_core.snapshot import to_pretty_json
 from paimon_core.table._java_text import duration_text, local_time, partition_text, row_text
 from paimon_core.table._readable import Readable, TimeTravel
 from paimon_core.table._scan import TableScan
@@ -118,6 +119,15 @@ _SCHEMAS: dict[str, pa.Schema] = {
     ),
     "branches": pa.schema(
         [pa.field("branch_name", pa.string(), nullable=False), pa.field("create_time", TS, nullable=False)]
+    ),
+    "statistics": pa.schema(
+        [
+            pa.field("snapshot_id", pa.int64(), nullable=False),
+            pa.field("schema_id", pa.int64(), nullable=False),
+            pa.field("mergedRecordCount", pa.int64()),
+            pa.field("mergedRecordSize", pa.int64()),
+            pa.field("colstat", pa.string()),
+        ]
     ),
     "aggregation_fields": pa.schema(
         [
@@ -370,6 +380,30 @@ def _aggregation_fields(table: TableStore) -> Iterator[dict[str, Any]]:
         }
 
 
+# Java's ColStats writes its fields in this order, leaving out the absent ones.
+_COL_STATS_FIELDS = ("colId", "distinctCount", "min", "max", "nullCount", "avgLen", "maxLen")
+
+
+def _statistics(table: TableStore) -> Iterator[dict[str, Any]]:
+    """The statistics file of the snapshot the scan options choose (written by an ``ANALYZE``), if any."""
+    snapshot = TableScan(table).snapshot
+    if snapshot is None or snapshot.statistics is None:
+        return
+    path = f"{table.path}/statistics/{snapshot.statistics}"  # the table's, on a branch too (Java's root)
+    stats = json.loads(table.storage.read_bytes(path))
+    columns = {
+        name: {k: col[k] for k in _COL_STATS_FIELDS if col.get(k) is not None}
+        for name, col in (stats.get("colStats") or {}).items()
+    }
+    yield {
+        "snapshot_id": stats["snapshotId"],
+        "schema_id": stats["schemaId"],
+        "mergedRecordCount": stats.get("mergedRecordCount"),
+        "mergedRecordSize": stats.get("mergedRecordSize"),
+        "colstat": to_pretty_json(columns),
+    }
+
+
 _ROWS: dict[str, Callable[[TableStore], Iterator[dict[str, Any]]]] = {
     "snapshots": _snapshots,
     "schemas": _schemas,
@@ -380,5 +414,6 @@ _ROWS: dict[str, Callable[[TableStore], Iterator[dict[str, Any]]]] = {
     "consumers": _consumers,
     "branches": _branches,
     "aggregation_fields": _aggregation_fields,
+    "statistics": _statistics,
     **FILE_TABLE_ROWS,
 }
