@@ -72,7 +72,9 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._scan is None:
             table = self.config.open_table()
             if isinstance(table, (SystemTable, DataView)) and not isinstance(table, AuditLogTable):
-                raise ConfigError(f"{table.identifier} cannot be read as a stream (only $audit_log and $binlog can)")
+                raise ConfigError(
+                    f"{table.identifier} cannot be read as a stream (only $audit_log and $binlog can)"
+                )
             self._scan = StreamScan(data_table(self.config, table))
         return self._scan
 
