@@ -159,3 +159,20 @@ def test_statistics_show_what_java_shows(java: Any, both_wrote: Catalog) -> None
         == ours
         == _java(java, "statistics", STATISTICS_COLUMNS)
     )
+
+
+def test_all_table_options_show_what_java_shows(java: Any, both_wrote: Catalog) -> None:
+    both_wrote.create_database("other")
+    both_wrote.create_table(
+        "other.ours", ARROW_SCHEMA, primary_keys=["id"], options={"bucket": "3", "file.format": "orc"}
+    )
+    java.create_table("j", COLUMNS, options={"bucket": "-1", "snapshot.num-retained.max": "17"})
+    ours = sorted(
+        tuple(r.values()) for r in both_wrote.get_table("sys.all_table_options").to_arrow().to_pylist()
+    )
+    table = java.catalog.getTable(java.paimon.catalog.Identifier.create("sys", "all_table_options"))
+    row_type = table.rowType()
+    builder = java._call(java.paimon.table.Table, table, "newReadBuilder")
+    rows = java._read_splits(row_type, builder.newRead(), builder.newScan().plan().splits())
+    assert {r[0] for r in ours} == {"db", "other"} and len(ours) >= 8
+    assert ours == sorted(tuple(values) for _, *values in rows)

@@ -21,6 +21,7 @@ from paimon_core.table._entries import (
     read_entries,
 )
 from paimon_core.table._follow import TableStream
+from paimon_core.table._global import GLOBAL_SYSTEM_TABLES, SYSTEM_DATABASE, GlobalSystemTable
 from paimon_core.table._messages import CommitMessage
 from paimon_core.table._pipeline import CommitPipeline
 from paimon_core.table._read import TableRead
@@ -57,7 +58,9 @@ from paimon_core.table.mergetree import (
 
 __all__ = [
     "DATA_VIEWS",
+    "GLOBAL_SYSTEM_TABLES",
     "POSTPONE_BUCKET",
+    "SYSTEM_DATABASE",
     "SYSTEM_TABLES",
     "AuditLogTable",
     "BatchScanStart",
@@ -69,6 +72,7 @@ __all__ = [
     "DataSplit",
     "DataView",
     "DictionaryChoice",
+    "GlobalSystemTable",
     "KeyValueTableRead",
     "KeyValueTableWrite",
     "LiveFileIndex",

@@ -32,7 +32,7 @@ from paimon_core.types import DataField, from_arrow_type
 if TYPE_CHECKING:
     from paimon_core.table._store import TableStore
 
-__all__ = ["SYSTEM_TABLES", "SystemTable", "split_system_name"]
+__all__ = ["SYSTEM_TABLES", "SystemTable", "select_rows", "split_system_name"]
 
 SYSTEM_SPLITTER = "$"
 
@@ -206,19 +206,7 @@ class SystemTable(Readable):
             SchemaError: unknown columns.
         """
         rows = list(_ROWS[self.name](self.data))
-        table = pa.Table.from_pylist(rows, schema=self.arrow_schema)
-        if filter is not None:
-            _, expression = parse_filter(filter, self.arrow_schema)
-            if expression is not None:
-                table = table.filter(expression)
-        if columns is not None:
-            unknown = [c for c in columns if c not in self.arrow_schema.names]
-            if unknown:
-                raise SchemaError(
-                    f"unknown columns: {', '.join(unknown)}; {self.identifier} has {self.field_names}"
-                )
-            table = table.select(list(columns))
-        return table
+        return select_rows(rows, self.arrow_schema, columns, filter, self.identifier)
 
     def _read_batches(
         self, columns: Sequence[str] | None, filter: FilterLike, travel: TimeTravel
@@ -235,6 +223,31 @@ class SystemTable(Readable):
 
     def __repr__(self) -> str:
         return f"SystemTable({self.identifier!r})"
+
+
+def select_rows(
+    rows: list[dict[str, Any]],
+    schema: pa.Schema,
+    columns: Sequence[str] | None,
+    filter: FilterLike,
+    identifier: str,
+) -> pa.Table:
+    """A system table's ``rows`` as ``schema``, filtered, with only ``columns``.
+
+    Raises:
+        SchemaError: unknown columns.
+    """
+    table = pa.Table.from_pylist(rows, schema=schema)
+    if filter is not None:
+        _, expression = parse_filter(filter, schema)
+        if expression is not None:
+            table = table.filter(expression)
+    if columns is not None:
+        unknown = [c for c in columns if c not in schema.names]
+        if unknown:
+            raise SchemaError(f"unknown columns: {', '.join(unknown)}; {identifier} has {schema.names}")
+        table = table.select(list(columns))
+    return table
 
 
 # --- the rows of each system table ------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from paimon_core.table import (
     BinlogTable,
     DataSplit,
     DataView,
+    GlobalSystemTable,
     SystemTable,
     Table,
     TableRead,
@@ -123,7 +124,7 @@ def _read_whole(table: Table) -> bool:
     """Whether a batch read of ``table`` is one task reading it whole (metadata tables, ``$ro``)."""
     if isinstance(table, DataView):
         return not isinstance(table, AuditLogTable)
-    return isinstance(table, SystemTable)
+    return isinstance(table, (SystemTable, GlobalSystemTable))
 
 
 class PaimonBatchReader(DataSourceReader):
