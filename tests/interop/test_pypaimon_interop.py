@@ -613,7 +613,9 @@ def test_system_tables_match_pypaimons(ours: Any, pypaimon: Any) -> None:
     table.append(pa.table({"id": [4], "dt": ["b"]}, schema=schema))
     create_tag(table, "t1", 1, time_retained=dt.timedelta(hours=2))
     ConsumerManager(table.storage, table.path).reset_consumer("c1", Consumer(2))
-    for name in SYSTEM_TABLES:
+    # pypaimon 2.1 lacks the newer ones ($buckets, $aggregation_fields, $statistics...): Java 0.9 judges them
+    assert set(_KEYS) <= set(SYSTEM_TABLES)
+    for name in (n for n in SYSTEM_TABLES if n in _KEYS):
         mine = ours.get_table(f"db.sys${name}").to_arrow()
         system = pypaimon.catalog.get_table(f"db.sys${name}")
         builder = system.new_read_builder()

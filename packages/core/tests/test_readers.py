@@ -22,7 +22,7 @@ import pytest
 
 from paimon_core import Catalog, ConfigError, SystemTable, Table
 from paimon_core.maintenance import create_tag
-from paimon_core.table import SYSTEM_TABLES, AuditLogTable, ReadOptimizedTable
+from paimon_core.table import SYSTEM_TABLES, AuditLogTable, BinlogTable, ReadOptimizedTable
 from paimon_core.table._readable import Readable, TimeTravel
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())])
@@ -45,6 +45,8 @@ CASES = {
     "primary-key table": Case("db.pk", ["name", "id"], [("id", ">", 1)], kind=Table),
     "audit_log": Case("db.pk$audit_log", ["id", "rowkind"], [("id", ">", 1)], kind=AuditLogTable),
     "audit_log of an append table": Case("db.t$audit_log", ["rowkind", "name"], None, kind=AuditLogTable),
+    "binlog": Case("db.pk$binlog", ["name", "rowkind"], [("id", ">", 1)], kind=BinlogTable),
+    "binlog of an append table": Case("db.t$binlog", ["id"], None, kind=BinlogTable),
     "ro": Case("db.pk$ro", ["id"], [("id", ">", 1)], kind=ReadOptimizedTable),
     "ro of an append table": Case("db.t$ro", ["name", "id"], [("id", ">", 1)], kind=ReadOptimizedTable),
 }

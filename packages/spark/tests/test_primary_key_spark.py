@@ -210,6 +210,14 @@ def test_audit_log_and_read_changelog_in_batch(spark: Any, warehouse: str) -> No
     got = sorted(tuple(r) for r in audit.collect())
     assert got == [("+I", 3, "p", "z"), ("+U", 1, "p", "x2"), ("-D", 2, "p", "y")]
     assert sorted(tuple(r) for r in reader(**{"read.changelog": "true"}).load("db.t").collect()) == got
+    # $binlog in batch: the audit log's rows with each value a one-element array
+    binlog = reader().load("db.t$binlog")
+    assert binlog.columns == ["rowkind", "k", "p", "v"]
+    assert (
+        sorted((r[0], *(c[0] for c in r[1:])) for r in binlog.collect() if all(len(c) == 1 for c in r[1:]))
+        == got
+    )
+    assert binlog.count() == len(got)
     # time travel: the audit log of snapshot 1
     first = reader(**{"scan.snapshot-id": "1"}).load("db.t$audit_log").collect()
     assert sorted(tuple(r) for r in first) == [("+I", 1, "p", "x"), ("+I", 2, "p", "y"), ("+I", 3, "p", "z")]

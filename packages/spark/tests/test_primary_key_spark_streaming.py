@@ -175,6 +175,20 @@ def _per_key(rows: list[tuple[Any, ...]]) -> dict[int, list[tuple[str, str | Non
     return result
 
 
+def _packed(changes: list[tuple[str, str | None]]) -> list[tuple[str, list[str | None]]]:
+    """A key's changes as Java's binlog packs them: a -U and the change after it make one row."""
+    rows: list[tuple[str, list[str | None]]] = []
+    i = 0
+    while i < len(changes):
+        if changes[i][0] == "-U" and i + 1 < len(changes):
+            rows.append((changes[i + 1][0], [changes[i][1], changes[i + 1][1]]))
+            i += 2
+        else:
+            rows.append((changes[i][0], [changes[i][1]]))
+            i += 1
+    return rows
+
+
 def _write(spark: Any, warehouse: str, rows: list[tuple[Any, ...]], ddl: str = "k long, v string") -> None:
     df = spark.createDataFrame(spark.sparkContext.parallelize(rows, 2), ddl)
     df.write.format("paimon").option("warehouse", warehouse).mode("append").save("db.src")
@@ -204,6 +218,13 @@ def test_lookup_changelog_stream_has_update_pairs_and_deletes(
         spark, warehouse, "db.src", f"flagged_{bucket[-1]}", **start, **{"read.changelog": "true"}
     )
     assert _per_key(flagged) == expected
+    # $binlog: the same changes with array columns, each -U packed with the +U after it
+    binlog = _changes(spark, warehouse, "db.src$binlog", f"binlog_{bucket[-1]}", **start)
+    packed: dict[int, list[tuple[str, list[str | None]]]] = {}
+    for kind, keys, values in binlog:
+        assert set(keys) == {keys[0]} and len(keys) == len(values)
+        packed.setdefault(keys[0], []).append((kind, values))
+    assert packed == {k: _packed(changes) for k, changes in expected.items()}
     # streamed plainly, the table gives its upserts: no rowkind column, no retractions
     plain = _changes(spark, warehouse, "db.src", f"plain_{bucket[-1]}", **start)
     assert sorted(plain) == sorted(

@@ -78,6 +78,11 @@ def test_system_tables_load_in_spark(spark: Any, warehouse: str) -> None:
     python = catalog.get_table("db.t$files").to_arrow().to_pylist()
     assert sorted(r["file_path"] for r in files) == sorted(r["file_path"] for r in python)
     assert sorted((r["partition"], r["record_count"]) for r in files) == [("{a}", 1), ("{a}", 1), ("{b}", 1)]
+    # $statistics: no ANALYZE has run, so no rows, with Java's columns
+    statistics = reader.load("db.t$statistics")
+    assert statistics.columns == catalog.get_table("db.t$statistics").field_names
+    assert statistics.columns[2:] == ["mergedRecordCount", "mergedRecordSize", "colstat"]
+    assert statistics.collect() == []
 
 
 def test_merge_schema_adds_and_widens_columns(spark: Any, warehouse: str) -> None:

@@ -890,3 +890,20 @@ def test_describe_and_show_create_hide_secret_options(paimon_sql: Callable[[str]
     }
     assert {statement: secret in text for statement, text in shown.items()} == dict.fromkeys(shown, False)
     assert all("***" in text for text in shown.values())
+
+
+def test_catalog_wide_system_tables_and_binlog_in_sql(
+    paimon_sql: Callable[[str], Any], warehouse: str
+) -> None:
+    paimon_sql("CREATE TABLE kv (k INT, v STRING) TBLPROPERTIES ('primary-key' = 'k', 'bucket' = '1')")
+    paimon_sql("INSERT INTO kv VALUES (1, 'a'), (2, 'b')")
+    catalog = Catalog.open(warehouse)
+    for name in ("sys.all_table_options", "sys.catalog_options"):
+        python = [tuple(r.values()) for r in catalog.get_table(name).to_arrow().to_pylist()]
+        rows = [tuple(r) for r in paimon_sql(f"SELECT * FROM paimon.{name}").collect()]
+        assert sorted(rows) == sorted(python) and rows, name
+    assert ("default", "kv", "bucket", "1") in [
+        tuple(r) for r in paimon_sql("SELECT * FROM paimon.sys.all_table_options").collect()
+    ]
+    binlog = paimon_sql("SELECT rowkind, k, v FROM `kv$binlog`").collect()
+    assert sorted(tuple(r) for r in binlog) == [("+I", [1], ["a"]), ("+I", [2], ["b"])]

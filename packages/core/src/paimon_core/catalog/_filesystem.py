@@ -19,6 +19,7 @@ from paimon_core import options as opts
 from paimon_core._keywords import suggest_keywords
 from paimon_core._standard_hooks import STANDARD_HOOKS
 from paimon_core.branch import MAIN_BRANCH, BranchManager, branch_path, normalize_branch, split_branch
+from paimon_core.catalog._global_tables import global_system_table, is_global_system_table
 from paimon_core.errors import (
     BranchNotFoundError,
     CatalogError,
@@ -388,13 +389,17 @@ class Catalog:
         """The table ``db.t``, with ``dynamic_options`` overriding its stored options for this handle.
 
         A system table name (``db.t$snapshots``, ``db.t$files``, ...) returns a read-only
-        :class:`~paimon_core.table.SystemTable` (reads only; :meth:`get_system_table` gives it its precise
+        :class:`~paimon_core.table.SystemTable`; ``sys.all_table_options`` and ``sys.catalog_options`` the
+        catalog-wide :class:`~paimon_core.table.GlobalSystemTable` (reads only; :meth:`get_system_table` gives it its precise
         type).
 
         Raises:
             TableNotFoundError: no such table.
             ConfigError: an unknown option or system table.
         """
+        database, name = split_identifier(identifier)
+        if is_global_system_table(database, name):  # sys.all_table_options, sys.catalog_options
+            return cast(Table, global_system_table(self, name))
         if split_system_name(identifier)[1] is not None:
             return cast(Table, self.get_system_table(identifier, **dynamic_options))
         return self._data_table(identifier, **dynamic_options)

@@ -4,6 +4,7 @@
 that composes the operations; :class:`CommitPipeline` is the one way from written messages to snapshots.
 """
 
+from paimon_core.table._binlog import BinlogTable, data_view
 from paimon_core.table._compacted_changelog import (
     CompactedChangelogNames,
     changelog_slice,
@@ -20,6 +21,7 @@ from paimon_core.table._entries import (
     read_entries,
 )
 from paimon_core.table._follow import TableStream
+from paimon_core.table._global import GLOBAL_SYSTEM_TABLES, SYSTEM_DATABASE, GlobalSystemTable
 from paimon_core.table._messages import CommitMessage
 from paimon_core.table._pipeline import CommitPipeline
 from paimon_core.table._read import TableRead
@@ -42,7 +44,7 @@ from paimon_core.table._stream import (
 from paimon_core.table._system import DATA_VIEWS, SYSTEM_TABLES, SystemTable, split_system_name
 from paimon_core.table._table import Table, open_table
 from paimon_core.table._time_travel import TimeTravel
-from paimon_core.table._views import AuditLogTable, DataView, ReadOptimizedTable, data_view
+from paimon_core.table._views import AuditLogTable, DataView, ReadOptimizedTable
 from paimon_core.table._write import DataFileWriter, DictionaryChoice, TableWrite
 from paimon_core.table.commit import TableCommit
 from paimon_core.table.mergetree import (
@@ -56,10 +58,13 @@ from paimon_core.table.mergetree import (
 
 __all__ = [
     "DATA_VIEWS",
+    "GLOBAL_SYSTEM_TABLES",
     "POSTPONE_BUCKET",
+    "SYSTEM_DATABASE",
     "SYSTEM_TABLES",
     "AuditLogTable",
     "BatchScanStart",
+    "BinlogTable",
     "CommitMessage",
     "CommitPipeline",
     "CompactedChangelogNames",
@@ -67,6 +72,7 @@ __all__ = [
     "DataSplit",
     "DataView",
     "DictionaryChoice",
+    "GlobalSystemTable",
     "KeyValueTableRead",
     "KeyValueTableWrite",
     "LiveFileIndex",

@@ -22,6 +22,7 @@ from paimon_core.manifest import read_manifest_list
 from paimon_core.predicate import FilterLike, parse_filter
 from paimon_core.redaction import redacted_options
 from paimon_core.schema import TableSchema
+from paimon_core.snapshot import to_pretty_json
 from paimon_core.table._java_text import duration_text, local_time, partition_text, row_text
 from paimon_core.table._readable import Readable, TimeTravel
 from paimon_core.table._scan import TableScan
@@ -31,7 +32,7 @@ from paimon_core.types import DataField, from_arrow_type
 if TYPE_CHECKING:
     from paimon_core.table._store import TableStore
 
-__all__ = ["SYSTEM_TABLES", "SystemTable", "split_system_name"]
+__all__ = ["SYSTEM_TABLES", "SystemTable", "select_rows", "split_system_name"]
 
 SYSTEM_SPLITTER = "$"
 
@@ -119,6 +120,15 @@ _SCHEMAS: dict[str, pa.Schema] = {
     "branches": pa.schema(
         [pa.field("branch_name", pa.string(), nullable=False), pa.field("create_time", TS, nullable=False)]
     ),
+    "statistics": pa.schema(
+        [
+            pa.field("snapshot_id", pa.int64(), nullable=False),
+            pa.field("schema_id", pa.int64(), nullable=False),
+            pa.field("mergedRecordCount", pa.int64()),
+            pa.field("mergedRecordSize", pa.int64()),
+            pa.field("colstat", pa.string()),
+        ]
+    ),
     "aggregation_fields": pa.schema(
         [
             pa.field("field_name", pa.string(), nullable=False),
@@ -131,8 +141,8 @@ _SCHEMAS: dict[str, pa.Schema] = {
 }
 _SCHEMAS.update(FILE_TABLE_SCHEMAS)
 SYSTEM_TABLES = tuple(_SCHEMAS)
-"""The system tables of a table's metadata (``$audit_log`` and ``$ro`` read its data: ``_views.py``)."""
-DATA_VIEWS = ("audit_log", "ro")
+"""The system tables of a table's metadata (``$audit_log``, ``$binlog`` and ``$ro`` read its data: ``_views.py``)."""
+DATA_VIEWS = ("audit_log", "binlog", "ro")
 """The system tables that read a table's data."""
 
 
@@ -196,19 +206,7 @@ class SystemTable(Readable):
             SchemaError: unknown columns.
         """
         rows = list(_ROWS[self.name](self.data))
-        table = pa.Table.from_pylist(rows, schema=self.arrow_schema)
-        if filter is not None:
-            _, expression = parse_filter(filter, self.arrow_schema)
-            if expression is not None:
-                table = table.filter(expression)
-        if columns is not None:
-            unknown = [c for c in columns if c not in self.arrow_schema.names]
-            if unknown:
-                raise SchemaError(
-                    f"unknown columns: {', '.join(unknown)}; {self.identifier} has {self.field_names}"
-                )
-            table = table.select(list(columns))
-        return table
+        return select_rows(rows, self.arrow_schema, columns, filter, self.identifier)
 
     def _read_batches(
         self, columns: Sequence[str] | None, filter: FilterLike, travel: TimeTravel
@@ -225,6 +223,31 @@ class SystemTable(Readable):
 
     def __repr__(self) -> str:
         return f"SystemTable({self.identifier!r})"
+
+
+def select_rows(
+    rows: list[dict[str, Any]],
+    schema: pa.Schema,
+    columns: Sequence[str] | None,
+    filter: FilterLike,
+    identifier: str,
+) -> pa.Table:
+    """A system table's ``rows`` as ``schema``, filtered, with only ``columns``.
+
+    Raises:
+        SchemaError: unknown columns.
+    """
+    table = pa.Table.from_pylist(rows, schema=schema)
+    if filter is not None:
+        _, expression = parse_filter(filter, schema)
+        if expression is not None:
+            table = table.filter(expression)
+    if columns is not None:
+        unknown = [c for c in columns if c not in schema.names]
+        if unknown:
+            raise SchemaError(f"unknown columns: {', '.join(unknown)}; {identifier} has {schema.names}")
+        table = table.select(list(columns))
+    return table
 
 
 # --- the rows of each system table ------------------------------------------------------------------------
@@ -370,6 +393,30 @@ def _aggregation_fields(table: TableStore) -> Iterator[dict[str, Any]]:
         }
 
 
+# Java's ColStats writes its fields in this order, leaving out the absent ones.
+_COL_STATS_FIELDS = ("colId", "distinctCount", "min", "max", "nullCount", "avgLen", "maxLen")
+
+
+def _statistics(table: TableStore) -> Iterator[dict[str, Any]]:
+    """The statistics file of the snapshot the scan options choose (written by an ``ANALYZE``), if any."""
+    snapshot = TableScan(table).snapshot
+    if snapshot is None or snapshot.statistics is None:
+        return
+    path = f"{table.path}/statistics/{snapshot.statistics}"  # the table's, on a branch too (Java's root)
+    stats = json.loads(table.storage.read_bytes(path))
+    columns = {
+        name: {k: col[k] for k in _COL_STATS_FIELDS if col.get(k) is not None}
+        for name, col in (stats.get("colStats") or {}).items()
+    }
+    yield {
+        "snapshot_id": stats["snapshotId"],
+        "schema_id": stats["schemaId"],
+        "mergedRecordCount": stats.get("mergedRecordCount"),
+        "mergedRecordSize": stats.get("mergedRecordSize"),
+        "colstat": to_pretty_json(columns),
+    }
+
+
 _ROWS: dict[str, Callable[[TableStore], Iterator[dict[str, Any]]]] = {
     "snapshots": _snapshots,
     "schemas": _schemas,
@@ -380,5 +427,6 @@ _ROWS: dict[str, Callable[[TableStore], Iterator[dict[str, Any]]]] = {
     "consumers": _consumers,
     "branches": _branches,
     "aggregation_fields": _aggregation_fields,
+    "statistics": _statistics,
     **FILE_TABLE_ROWS,
 }

@@ -4,7 +4,8 @@
 returns each key's merged record with its kind, retractions kept (an incremental read, the changes between
 two snapshots merged per key); :meth:`AuditLogTable.stream` follows the table's changes. ``$ro``
 ("read-optimized") reads only the files of a primary-key table's top level, without a merge: as fresh as
-the last full compaction, as fast as an append table. See docs/system-tables.md.
+the last full compaction, as fast as an append table (with deletion vectors or the first-row engine, every
+level but 0, as Java's batch scan reads them). See docs/system-tables.md.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from paimon_core import options as opts
 from paimon_core.errors import ReadOnlyTableError
 from paimon_core.predicate import FilterLike, Predicate, parse_filter
 from paimon_core.table._data_split import DataSplit
@@ -27,7 +29,7 @@ from paimon_core.table.mergetree._reader import KeyValueTableRead
 if TYPE_CHECKING:
     from paimon_core.table._store import TableStore
 
-__all__ = ["AuditLogTable", "DataView", "ReadOptimizedTable", "data_view"]
+__all__ = ["AuditLogTable", "DataView", "ReadOptimizedTable"]
 
 
 class DataView(Readable):
@@ -148,9 +150,26 @@ class ReadOptimizedTable(DataView):
         read = TableRead(data, columns, predicate if predicate is not None else expression)
         if not data.has_primary_key or scan.snapshot is None:
             return read, scan.plan()
-        top = data.options.merge_tree_levels() - 1
-        entries = [e for e in scan.files() if e.file.level == top]
+        if _skips_level0(data):
+            # Java's batch scan of such a table filters levels > 0, replacing $ro's top-level filter: every
+            # level above 0 holds each key once (deletion vectors hide the superseded rows; a first-row
+            # table's compaction drops later records), so they read without a merge.
+            entries = [e for e in scan.files() if e.file.level > 0]
+            # each file read on its own through the key-value read: it drops the retractions a level
+            # below the top may hold, as Java's read of those splits does
+            read = KeyValueTableRead(data, columns, predicate if predicate is not None else expression)
+        else:
+            top = data.options.merge_tree_levels() - 1
+            entries = [e for e in scan.files() if e.file.level == top]
         return read, _one_file_per_split(make_splits(data, scan.snapshot.id, entries))
+
+
+def _skips_level0(data: TableStore) -> bool:
+    """Whether Java's batch scan reads ``data`` (a primary-key table) at every level but 0: deletion
+    vectors, or the first-row merge engine."""
+    options = data.options
+    deletion_vectors = options.get_option(opts.DELETION_VECTORS_ENABLED)
+    return bool(deletion_vectors) or options.get_option(opts.MERGE_ENGINE) == "first-row"
 
 
 def _one_file_per_split(splits: list[DataSplit]) -> list[DataSplit]:
@@ -163,8 +182,3 @@ def _one_file_per_split(splits: list[DataSplit]) -> list[DataSplit]:
 def _value_columns(columns: Sequence[str] | None) -> list[str] | None:
     """The table columns among ``columns`` (the read puts ``rowkind`` in front by itself)."""
     return None if columns is None else [c for c in columns if c != ROW_KIND_FIELD.name]
-
-
-def data_view(data: TableStore, name: str) -> DataView:
-    """The data-reading system table ``name`` (``audit_log`` or ``ro``) of ``data``."""
-    return AuditLogTable(data) if name == AuditLogTable.name else ReadOptimizedTable(data)

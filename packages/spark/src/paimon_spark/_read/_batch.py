@@ -12,13 +12,23 @@ from collections.abc import Iterator, Sequence
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, StringType, StructField, StructType
 
 from paimon_core.errors import ConfigError
-from paimon_core.table import AuditLogTable, DataSplit, DataView, SystemTable, Table, TableRead, plan_batch
+from paimon_core.table import (
+    AuditLogTable,
+    BinlogTable,
+    DataSplit,
+    DataView,
+    GlobalSystemTable,
+    SystemTable,
+    Table,
+    TableRead,
+    plan_batch,
+)
 from paimon_spark._options import ROW_KIND_COLUMN, SourceConfig
 from paimon_spark._read._filters import Term, to_terms
-from paimon_spark._types import to_spark_schema
+from paimon_spark._types import to_spark_schema, to_spark_type
 
 __all__ = [
     "PaimonBatchReader",
@@ -79,6 +89,10 @@ def spark_schema(config: SourceConfig, table: Table) -> StructType:
     changelog = changelog_view(config, table)
     if changelog is not None:
         kind = StructField(ROW_KIND_COLUMN, StringType(), nullable=False)
+        if isinstance(changelog, BinlogTable):  # each column an array of its values (Java's nullable arrays)
+            fields = changelog.data.schema.fields
+            arrays = [StructField(f.name, ArrayType(to_spark_type(f.type), True), True) for f in fields]
+            return StructType([kind, *arrays])
         return StructType([kind, *to_spark_schema(changelog.data.schema.fields).fields])
     if isinstance(table, DataView):
         return to_spark_schema(table.data.schema.fields)
@@ -110,7 +124,7 @@ def _read_whole(table: Table) -> bool:
     """Whether a batch read of ``table`` is one task reading it whole (metadata tables, ``$ro``)."""
     if isinstance(table, DataView):
         return not isinstance(table, AuditLogTable)
-    return isinstance(table, SystemTable)
+    return isinstance(table, (SystemTable, GlobalSystemTable))
 
 
 class PaimonBatchReader(DataSourceReader):

@@ -21,7 +21,14 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from paimon_core.errors import ConfigError
-from paimon_core.table import AuditLogTable, DataView, StreamPosition, StreamScan, SystemTable
+from paimon_core.table import (
+    AuditLogTable,
+    DataView,
+    GlobalSystemTable,
+    StreamPosition,
+    StreamScan,
+    SystemTable,
+)
 from paimon_spark._options import SourceConfig
 from paimon_spark._read._batch import (
     PaimonPartition,
@@ -71,8 +78,12 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def scan(self) -> StreamScan:
         if self._scan is None:
             table = self.config.open_table()
-            if isinstance(table, (SystemTable, DataView)) and not isinstance(table, AuditLogTable):
-                raise ConfigError(f"{table.identifier} cannot be read as a stream (only $audit_log can)")
+            if isinstance(table, (SystemTable, GlobalSystemTable, DataView)) and not isinstance(
+                table, AuditLogTable
+            ):
+                raise ConfigError(
+                    f"{table.identifier} cannot be read as a stream (only $audit_log and $binlog can)"
+                )
             self._scan = StreamScan(data_table(self.config, table))
         return self._scan
 

@@ -16,7 +16,7 @@ from pyspark.sql.types import StructType
 from paimon_core.errors import ConfigError, SchemaError, TableNotFoundError, WarehouseNotFoundError
 from paimon_core.redaction import get_logger
 from paimon_core.schema_change import SchemaChange, apply_changes, widening_refusal
-from paimon_core.table import DataView, SystemTable, Table, conform_batch
+from paimon_core.table import DataView, GlobalSystemTable, SystemTable, Table, conform_batch
 from paimon_core.types import from_arrow_type
 from paimon_spark._options import ROW_KIND_COLUMN, SourceConfig
 from paimon_spark._types import from_spark_schema
@@ -71,7 +71,7 @@ def ensure_table(config: SourceConfig, schema: StructType) -> tuple[Table, Write
             exist_ok=True,
         )
         table = config.open_table()
-    if isinstance(table, (SystemTable, DataView)):
+    if isinstance(table, (SystemTable, GlobalSystemTable, DataView)):
         raise ConfigError(f"{table.identifier} is a system table: it cannot be written")
     if row_kinds is not None and not table.has_primary_key:
         raise SchemaError(
