@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -175,7 +176,7 @@ def _per_key(rows: list[tuple[Any, ...]]) -> dict[int, list[tuple[str, str | Non
     return result
 
 
-def _packed(changes: list[tuple[str, str | None]]) -> list[tuple[str, list[str | None]]]:
+def _packed(changes: Sequence[tuple[str, str | None]]) -> list[tuple[str, list[str | None]]]:
     """A key's changes as Java's binlog packs them: a -U and the change after it make one row."""
     rows: list[tuple[str, list[str | None]]] = []
     i = 0
