@@ -10,7 +10,7 @@ snapshot the data table's scan options choose (the latest by default). See ``doc
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -166,47 +166,40 @@ def split_system_name(name: str) -> tuple[str, str | None]:
     return base, system
 
 
-class SystemTable(Readable):
-    """A read-only system table of ``data``: ``to_arrow``, ``to_batches``, ``to_pandas``, ``to_polars``,
-    ``to_duckdb``, the Arrow C stream and iteration read it, with ``columns`` and ``filter``.
+class RowsTable(Readable):
+    """A read-only table of metadata rows (a table's system tables, the catalog-wide ones): the readers are
+    Readable's, with ``columns`` and ``filter``; no time travel (``TypeError``: ``_time_travels`` is False);
+    writes raise :class:`~paimon_core.errors.ReadOnlyTableError`. Subclasses name ``identifier``,
+    ``arrow_schema`` (through :meth:`_typed`) and the rows."""
 
-    It describes the snapshot the data table's ``scan.*`` options choose: its readers take no time travel
-    (``TypeError``). Writes raise :class:`~paimon_core.errors.ReadOnlyTableError`.
-    """
-
-    # Java's metadata tables describe what the data table's options choose; travel with those options.
     _time_travels = False
+    identifier: str
+    arrow_schema: pa.Schema
 
-    def __init__(self, data: TableStore, name: str) -> None:
-        if name not in _SCHEMAS:
-            split_system_name(f"{data.identifier}${name}")
-        self.data = data
-        self.name = name
-        self.identifier = f"{data.identifier}{SYSTEM_SPLITTER}{name}"
-        self.arrow_schema = _SCHEMAS[name]
+    def _typed(self, arrow_schema: pa.Schema) -> None:
+        self.arrow_schema = arrow_schema
         self.schema = TableSchema(
             id=0,
             fields=tuple(
-                DataField(i, f.name, from_arrow_type(f.type, f.nullable))
-                for i, f in enumerate(self.arrow_schema)
+                DataField(i, f.name, from_arrow_type(f.type, f.nullable)) for i, f in enumerate(arrow_schema)
             ),
-            highest_field_id=len(self.arrow_schema) - 1,
+            highest_field_id=len(arrow_schema) - 1,
         )
 
     @property
     def field_names(self) -> list[str]:
         return list(self.arrow_schema.names)
 
-    # --- reading: the readers are Readable's, over these two ----------------------------------------------
+    def _rows(self) -> Iterable[dict[str, Any]]:
+        raise NotImplementedError
 
     def _read_table(self, columns: Sequence[str] | None, filter: FilterLike, travel: TimeTravel) -> pa.Table:
-        """The system table's rows (``_time_travels`` is False: ``travel`` is always :data:`NOW`).
+        """The rows, filtered, with only ``columns``.
 
         Raises:
             SchemaError: unknown columns.
         """
-        rows = list(_ROWS[self.name](self.data))
-        return select_rows(rows, self.arrow_schema, columns, filter, self.identifier)
+        return select_rows(list(self._rows()), self.arrow_schema, columns, filter, self.identifier)
 
     def _read_batches(
         self, columns: Sequence[str] | None, filter: FilterLike, travel: TimeTravel
@@ -214,15 +207,33 @@ class SystemTable(Readable):
         table = self._read_table(columns, filter, travel)
         return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
 
-    # --- writing is refused -------------------------------------------------------------------------------------
-
     def _refuse(self, *args: Any, **kwargs: Any) -> Any:
         raise ReadOnlyTableError(f"{self.identifier} is a system table: it cannot be written")
 
     append = overwrite = new_write = new_commit = _refuse
 
     def __repr__(self) -> str:
-        return f"SystemTable({self.identifier!r})"
+        return f"{type(self).__name__}({self.identifier!r})"
+
+
+class SystemTable(RowsTable):
+    """A read-only system table of ``data``: ``to_arrow``, ``to_batches``, ``to_pandas``, ``to_polars``,
+    ``to_duckdb``, the Arrow C stream and iteration read it, with ``columns`` and ``filter``.
+
+    It describes the snapshot the data table's ``scan.*`` options choose: its readers take no time travel
+    (``TypeError``). Writes raise :class:`~paimon_core.errors.ReadOnlyTableError`.
+    """
+
+    def __init__(self, data: TableStore, name: str) -> None:
+        if name not in _SCHEMAS:
+            split_system_name(f"{data.identifier}${name}")
+        self.data = data
+        self.name = name
+        self.identifier = f"{data.identifier}{SYSTEM_SPLITTER}{name}"
+        self._typed(_SCHEMAS[name])
+
+    def _rows(self) -> Iterable[dict[str, Any]]:
+        return _ROWS[self.name](self.data)
 
 
 def select_rows(
