@@ -147,6 +147,7 @@ def test_writer_memory_stays_near_the_buffer_size(tmp_path: Path, spillable: str
 
 _SLICES_PROBE = textwrap.dedent(
     """
+    import gc
     import sys
     import numpy as np
     import pyarrow as pa
@@ -171,6 +172,7 @@ _SLICES_PROBE = textwrap.dedent(
 
     write = table.new_write()
     write.write(batches())
+    gc.collect()  # what garbage cycles hold until the collector runs is not the writer's
     print(pa.total_allocated_bytes())
     write.abort()
     """

@@ -397,8 +397,10 @@ class Catalog:
             TableNotFoundError: no such table.
             ConfigError: an unknown option or system table.
         """
-        database, name = split_identifier(identifier)
-        if is_global_system_table(database, name):  # sys.all_table_options, sys.catalog_options
+        # sys.all_table_options, sys.catalog_options; other names are checked where they are opened, which
+        # tells a hostile branch name ('db.t$branch_../..') as such
+        database, _, name = identifier.partition(".")
+        if is_global_system_table(database, name):
             return cast(Table, global_system_table(self, name))
         if split_system_name(identifier)[1] is not None:
             return cast(Table, self.get_system_table(identifier, **dynamic_options))
