@@ -24,12 +24,12 @@ def _sorted(rows: pa.Table) -> list[tuple[Any, ...]]:
     return sorted((r["id"], r["dt"]) for r in rows.select(["id", "dt"]).to_pylist())
 
 
-@pytest.mark.parametrize("formatter", ["with_dashes", "without_dashes"])
 def _fixed(millis: int) -> Callable[[], int]:
     """A clock standing at ``millis``."""
     return lambda: millis
 
 
+@pytest.mark.parametrize("formatter", ["with_dashes", "without_dashes"])
 def test_pypaimon_reads_our_auto_tags_and_expired_partitions(
     ours: Catalog, pypaimon: Any, formatter: str
 ) -> None:

@@ -1,5 +1,5 @@
 """compact_manifest: the latest snapshot's data manifests merged into one COMPACT snapshot, as Java's
-``CompactManifestProcedure`` commits (docs/maintenance.md)."""
+``CompactManifestProcedure`` commits (docs/how-to/maintenance.md)."""
 
 from __future__ import annotations
 
