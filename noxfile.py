@@ -64,8 +64,8 @@ class Package:
 
 
 PACKAGES = (
-    # polars and duckdb: the Arrow interchange tests run against the real libraries.
-    Package("core", "paimon-core", extras="pandas,polars,duckdb", parallel=True),
+    # polars and duckdb: the Arrow interchange tests run against the real libraries; snappy: Avro's snappy codec.
+    Package("core", "paimon-core", extras="pandas,polars,duckdb,snappy", parallel=True),
     # With every extra: its unit tests build each backend and the jdbc lock (imports only, no servers).
     Package("storage", "paimon-storage", siblings=("core",), extras="s3,gcs,azure,postgres"),
     Package("testing", "paimon-testing", siblings=("core",), parallel=True),

@@ -25,6 +25,7 @@ from typing import Any, BinaryIO
 import fastavro
 import pyarrow as pa
 
+from paimon_core._optional import import_optional
 from paimon_core.errors import ConfigError, SchemaError
 
 RECORD_NAME = "org.apache.paimon.avro.generated.record"
@@ -60,13 +61,8 @@ def avro_codec(compression: str, option: str = "file.compression") -> str:
             option,
         )
     if codec == "snappy":
-        try:
-            import cramjam  # noqa: F401  # fastavro's snappy codec needs it
-        except ImportError:
-            raise ConfigError(
-                f"{option} = snappy for Avro data files needs the cramjam package (pip install cramjam)",
-                option,
-            ) from None
+        # fastavro's snappy codec needs cramjam: refused before any file is written when it is missing
+        import_optional("cramjam", f"{option} = snappy for Avro data files", "snappy")
     return codec
 
 
