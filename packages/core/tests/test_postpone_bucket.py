@@ -116,7 +116,7 @@ def test_partitions_keep_their_own_bucket_counts(catalog: Catalog) -> None:
         assert entry.bucket < entry.total_buckets
         # every row lies in the bucket Java's hash of its key picks for the partition's count
         path = join_path(three.bucket_dir(entry.partition, entry.bucket), entry.file.file_name)
-        rows = pq.read_table(path, columns=["id"])
+        rows = pq.ParquetFile(path).read(columns=["id"])  # no hive discovery of dt= from the path
         buckets = assign_buckets(rows, ["id"], [three.schema.field_by_name("id").type], entry.total_buckets)
         assert set(buckets.to_pylist()) == {entry.bucket}
     assert totals == {"a": {1}, "b": {3}}
